@@ -1,0 +1,12 @@
+// cmdgraph: Vulkan-style explicit command buffers for CUDA. The one header users include.
+#pragma once
+
+#include <cmdgraph/command.hpp>
+#include <cmdgraph/command_buffer.hpp>
+#include <cmdgraph/device.hpp>
+#include <cmdgraph/error.hpp>
+#include <cmdgraph/event.hpp>
+#include <cmdgraph/executable.hpp>
+#include <cmdgraph/fence.hpp>
+#include <cmdgraph/memory.hpp>
+#include <cmdgraph/queue.hpp>

@@ -1,0 +1,195 @@
+// CommandBuffer: records commands and explicit dependency edges; compile() turns it into an
+// Executable.
+#pragma once
+
+#include <cmdgraph/command.hpp>
+#include <cmdgraph/detail/parallel_for.hpp>
+#include <cmdgraph/detail/specs.hpp>
+#include <cmdgraph/event.hpp>
+#include <cmdgraph/memory.hpp>
+
+#include <concepts>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace cmdgraph {
+
+class CommandBuffer;
+
+namespace detail {
+class Recording;
+
+template <class T>
+View<T> to_view(const View<T>& v) noexcept { return v; }
+template <class T>
+View<T> to_view(const OwnedMemory<T>& m) noexcept { return m.view(); }
+
+/// The element type of anything to_view accepts.
+template <class T>
+struct ViewElement;
+template <class T>
+struct ViewElement<View<T>> { using type = T; };
+
+template <class X>
+using element_of = typename ViewElement<decltype(to_view(std::declval<const X&>()))>::type;
+
+template <class F>
+class HostTaskOf final : public HostTask {
+ public:
+  explicit HostTaskOf(F f) : f_(std::move(f)) {}
+  void run() override { std::invoke(f_); }
+ private:
+  F f_;
+};
+
+template <class F>
+class CaptureTaskOf final : public CaptureTask {
+ public:
+  explicit CaptureTaskOf(F f) : f_(std::move(f)) {}
+  void run(NativeStream stream) override { std::invoke(f_, stream); }
+ private:
+  F f_;
+};
+
+template <class P>
+KernelParam kernel_param(const P& value) noexcept {
+  return {&value, static_cast<std::uint32_t>(sizeof(P)), static_cast<std::uint32_t>(alignof(P))};
+}
+
+template <class... P, std::size_t... I>
+void fill_params(const std::tuple<P...>& values, KernelParam* out, std::index_sequence<I...>) {
+  ((out[I] = kernel_param(std::get<I>(values))), ...);
+}
+}  // namespace detail
+
+/// A recording of commands and the edges between them (Vulkan's VkCommandBuffer).
+///
+/// Commands are recorded in any order; edges say what must finish before what. Arguments are
+/// copied when recorded. compile() seals the buffer: recording again throws until reset().
+/// One thread at a time may use a CommandBuffer.
+class CommandBuffer {
+ public:
+  /// An empty recording named `name` (the name appears in errors and traces).
+  explicit CommandBuffer(std::string name = "commands");
+  CommandBuffer(CommandBuffer&&) noexcept;
+  CommandBuffer& operator=(CommandBuffer&&) noexcept;
+  ~CommandBuffer();
+
+  const std::string& name() const;
+  /// Number of commands recorded (barriers included).
+  std::size_t size() const;
+  /// True once compile() sealed the recording.
+  bool sealed() const;
+  /// Starts an empty recording; handles from before become stale.
+  void reset();
+
+  /// Launches `kernel` with `args` converted to its parameter types (a wrong argument list
+  /// does not compile). The converted arguments are copied into the recording.
+  template <class... P, class... A>
+    requires(sizeof...(P) == sizeof...(A) && (std::is_convertible_v<A, P> && ...))
+  KernelCommand<P...> launch(void (*kernel)(P...), const LaunchConfig& config, A&&... args) {
+    static_assert((std::is_trivially_copyable_v<P> && ...),
+                  "kernel parameters must be trivially copyable");
+    const std::tuple<P...> values(static_cast<P>(std::forward<A>(args))...);
+    detail::KernelParam params[sizeof...(P) + 1] = {};
+    detail::fill_params(values, params, std::index_sequence_for<P...>{});
+    return KernelCommand<P...>(add_kernel({reinterpret_cast<const void*>(kernel), config,
+                                           params, sizeof...(P)}));
+  }
+
+  /// Calls f(i) for every i in [0, n), in parallel, on whichever device runs the executable.
+  /// F must be trivially copyable; make its call operator __host__ __device__ under nvcc so
+  /// it can run on both the CPU and CUDA backends.
+  template <class F>
+    requires std::invocable<const F&, std::size_t>
+  ParallelForCommand<F> parallel_for(std::size_t n, const F& f) {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "parallel_for functors are copied byte-wise to the device: capture pointers "
+                  "and values, not containers");
+    return ParallelForCommand<F>(add_parallel_for(
+        {n, detail::kernel_param(f), detail::host_invoke_of<F>(), detail::device_kernel_of<F>()}));
+  }
+
+  /// Copies `count` elements from `src` to `dst` (any mix of host, pinned and device memory).
+  template <class Dst, class Src>
+  auto copy(const Dst& dst, const Src& src, std::size_t count) {
+    using T = detail::element_of<Dst>;
+    static_assert(std::is_same_v<std::remove_const_t<T>, T>, "copy destination is const");
+    static_assert(std::is_same_v<std::remove_const_t<detail::element_of<Src>>, T>,
+                  "copy between different element types");
+    return CopyCommand<T>(add_copy({detail::memory_range(detail::to_view(dst), count),
+                                    detail::memory_range(detail::to_view(src), count)}));
+  }
+
+  /// Sets `count` elements of `dst` to `value`; the element must be 1, 2 or 4 bytes.
+  template <class Dst, class V>
+  auto fill(const Dst& dst, const V& value, std::size_t count) {
+    using T = detail::element_of<Dst>;
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4,
+                  "fill takes 1, 2 or 4-byte elements (CUDA memset node widths)");
+    const T converted = static_cast<T>(value);
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &converted, sizeof(T));
+    return FillCommand<T>(
+        add_fill({detail::memory_range(detail::to_view(dst), count), bits, sizeof(T)}));
+  }
+
+  /// Runs `f()` on the host. On CUDA backends it runs on CUDA's callback thread and must not
+  /// call CUDA. An exception from it is rethrown from the launch's wait, naming this command.
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  Command host(F&& f) {
+    return Command(add_host(std::make_shared<detail::HostTaskOf<std::decay_t<F>>>(
+        std::forward<F>(f))));
+  }
+
+  /// Marks `event` when this command runs (after its parents).
+  Command record(const Event& event);
+  /// Orders this command's children after the most recent executed record of `event`.
+  Command wait(const Event& event);
+
+  /// Runs a sealed copy of `secondary` as one command (a child graph on CUDA). Seals
+  /// `secondary`; it may be executed by several buffers.
+  Command execute(CommandBuffer& secondary);
+
+  /// Calls `f(stream)` at compile time on a capturing CUDA stream, so library calls (cuBLAS,
+  /// NCCL, ...) become part of the executable. CUDA devices only.
+  template <class F>
+    requires std::invocable<std::decay_t<F>&, NativeStream>
+  Command capture(F&& f) {
+    return Command(add_capture(std::make_shared<detail::CaptureTaskOf<std::decay_t<F>>>(
+        std::forward<F>(f))));
+  }
+
+  /// Everything recorded before the barrier runs before everything recorded after it.
+  Command barrier();
+
+  /// Edge parent -> child for each parent (same as child.after(parents...)).
+  template <AnyCommand Child, AnyCommand... Parents>
+  void depends_on(const Child& child, const Parents&... parents) {
+    const detail::CommandRef refs[] = {parents.ref()..., detail::CommandRef{}};
+    detail::add_edges(child.ref(), refs, sizeof...(Parents));
+  }
+
+  /// The recording, for compile() and the build stage.
+  const std::shared_ptr<detail::Recording>& recording() const;
+
+ private:
+  detail::CommandRef add_kernel(const detail::KernelSpec& spec);
+  detail::CommandRef add_parallel_for(const detail::ParallelForSpec& spec);
+  detail::CommandRef add_copy(const detail::CopySpec& spec);
+  detail::CommandRef add_fill(const detail::FillSpec& spec);
+  detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task);
+  detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
+
+  std::shared_ptr<detail::Recording> rec_;
+};
+
+}  // namespace cmdgraph

@@ -1,0 +1,45 @@
+// The two faces of a parallel_for functor: a host loop, and (in CUDA translation units) the
+// kernel from cmdgraph/kernels.cuh.
+#pragma once
+
+#include <cmdgraph/detail/specs.hpp>
+
+#include <cstddef>
+
+#if defined(__CUDACC__)
+#include <cmdgraph/kernels.cuh>
+#endif
+
+namespace cmdgraph::detail {
+
+template <class F>
+void host_invoke(const void* functor, std::size_t begin, std::size_t end) {
+  const F& f = *static_cast<const F*>(functor);
+  for (std::size_t i = begin; i < end; ++i) f(i);
+}
+
+/// The host loop for F, or null when F is a __device__-only lambda.
+template <class F>
+constexpr HostInvoke host_invoke_of() noexcept {
+#if defined(__CUDACC__) && defined(__CUDACC_EXTENDED_LAMBDA__)
+  if constexpr (__nv_is_extended_device_lambda_closure_type(F)) {
+    return nullptr;
+  } else {
+    return &host_invoke<F>;
+  }
+#else
+  return &host_invoke<F>;
+#endif
+}
+
+/// The kernel for F when this translation unit is compiled by nvcc, null otherwise.
+template <class F>
+const void* device_kernel_of() noexcept {
+#if defined(__CUDACC__)
+  return reinterpret_cast<const void*>(&parallel_for_kernel<F>);
+#else
+  return nullptr;
+#endif
+}
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,78 @@
+// What the recording templates hand to the library: plain descriptions of one command each,
+// with every value a CUDA lowering needs and no CUDA types.
+#pragma once
+
+#include <cmdgraph/command.hpp>
+#include <cmdgraph/detail/native.hpp>
+#include <cmdgraph/memory.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cmdgraph::detail {
+
+/// One kernel parameter, already converted to the parameter's own type.
+struct KernelParam {
+  const void* value;
+  std::uint32_t size;
+  std::uint32_t align;
+};
+
+struct KernelSpec {
+  const void* function;  // the __global__ function's host stub address
+  LaunchConfig config;
+  const KernelParam* params;
+  std::size_t param_count;
+};
+
+/// Runs a parallel_for functor over [begin, end) on the calling thread.
+using HostInvoke = void (*)(const void* functor, std::size_t begin, std::size_t end);
+
+struct ParallelForSpec {
+  std::size_t count;
+  KernelParam functor;       // stored like a kernel parameter: it is one on the GPU
+  HostInvoke host;           // null when the functor has no host version
+  const void* device_kernel; // null when not recorded in a CUDA translation unit
+};
+
+/// A range of memory, type-erased.
+struct MemoryRange {
+  void* data;
+  std::size_t bytes;     // what the command touches
+  std::size_t capacity;  // the view's whole size, to catch overruns at record time
+  MemorySpace space;
+  int device;
+};
+
+struct CopySpec {
+  MemoryRange dst;
+  MemoryRange src;
+};
+
+struct FillSpec {
+  MemoryRange dst;
+  std::uint32_t value;      // the element's bits, zero-extended
+  std::uint32_t element_size;  // 1, 2 or 4
+};
+
+/// A type-erased host callable; the recording and every executable share one instance.
+class HostTask {
+ public:
+  virtual ~HostTask() = default;
+  virtual void run() = 0;
+};
+
+/// A type-erased callable that enqueues library work on a CUDA stream.
+class CaptureTask {
+ public:
+  virtual ~CaptureTask() = default;
+  virtual void run(NativeStream stream) = 0;
+};
+
+template <class T>
+MemoryRange memory_range(const View<T>& v, std::size_t count) noexcept {
+  return {const_cast<void*>(static_cast<const void*>(v.data())), count * sizeof(T),
+          v.size_bytes(), v.space(), v.device_ordinal()};
+}
+
+}  // namespace cmdgraph::detail

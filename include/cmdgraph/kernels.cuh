@@ -1,0 +1,20 @@
+// The one public header that needs nvcc: the kernel behind parallel_for on CUDA devices.
+// cmdgraph.hpp includes it by itself in translation units compiled by nvcc.
+#pragma once
+
+#include <cstddef>
+
+namespace cmdgraph::detail {
+
+/// A grid-stride loop calling f(i) for every i in [0, n). The functor is passed by value as
+/// the kernel's first parameter, so the executable owns the copy that update() replaces.
+template <class F>
+__global__ void parallel_for_kernel(F f, std::size_t n) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    f(i);
+  }
+}
+
+}  // namespace cmdgraph::detail

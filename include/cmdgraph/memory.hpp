@@ -1,0 +1,155 @@
+// Memory owners (Buffer, HostBuffer) and the non-owning View that commands take.
+#pragma once
+
+#include <cmdgraph/device.hpp>
+
+#include <cstddef>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+namespace cmdgraph {
+
+/// Where a range of memory lives; decides how copies and fills are carried out.
+enum class MemorySpace : unsigned char {
+  host,    ///< pageable host memory (new, malloc, std::vector, the host device's Buffer)
+  pinned,  ///< page-locked host memory (HostBuffer with CUDA), reachable by DMA
+  device,  ///< memory of one CUDA device
+};
+
+namespace detail {
+void* allocate(MemorySpace space, int device, std::size_t bytes);
+void deallocate(MemorySpace space, int device, void* p) noexcept;
+MemorySpace pinned_or_host() noexcept;  // pinned where CUDA works, host otherwise
+}  // namespace detail
+
+/// A non-owning typed range: pointer, element count, memory space and device ordinal
+/// (-1 for host memory). Cheap to copy; the memory must outlive every launch that uses it.
+template <class T>
+class View {
+ public:
+  View() = default;
+  View(T* data, std::size_t size, MemorySpace space, int device) noexcept
+      : data_(data), size_(size), space_(space), device_(device) {}
+  /// A view of const T from a view of T.
+  template <class U>
+    requires(std::is_same_v<const U, T> && !std::is_const_v<U>)
+  View(const View<U>& other) noexcept
+      : View(other.data(), other.size(), other.space(), other.device_ordinal()) {}
+
+  T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  MemorySpace space() const noexcept { return space_; }
+  int device_ordinal() const noexcept { return device_; }
+  bool host_accessible() const noexcept { return space_ != MemorySpace::device; }
+
+  /// Elements [offset, offset + count). Precondition: offset + count <= size().
+  View subview(std::size_t offset, std::size_t count) const noexcept {
+    return View(data_ + offset, count, space_, device_);
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+  MemorySpace space_ = MemorySpace::host;
+  int device_ = -1;
+};
+
+/// A view of ordinary (pageable) host memory.
+template <class T>
+View<T> host_view(T* data, std::size_t size) noexcept {
+  return View<T>(data, size, MemorySpace::host, -1);
+}
+template <class T>
+View<T> host_view(std::span<T> s) noexcept {
+  return host_view(s.data(), s.size());
+}
+/// A view of memory the caller allocated on a CUDA device (cudaMalloc or a library's pool).
+template <class T>
+View<T> device_view(T* data, std::size_t size, Device device) noexcept {
+  return View<T>(data, size, MemorySpace::device, device.ordinal());
+}
+
+namespace detail {
+/// Shared body of Buffer and HostBuffer: one typed allocation, move-only.
+template <class T>
+class OwnedMemory {
+  static_assert(std::is_trivially_copyable_v<T>, "cmdgraph memory holds trivially copyable types");
+
+ public:
+  OwnedMemory() = default;
+  OwnedMemory(MemorySpace space, int device, std::size_t size)
+      : data_(static_cast<T*>(allocate(space, device, size * sizeof(T)))),
+        size_(size), space_(space), device_(device) {}
+  OwnedMemory(OwnedMemory&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
+        space_(o.space_), device_(o.device_) {}
+  OwnedMemory& operator=(OwnedMemory&& o) noexcept {
+    if (this != &o) {
+      release();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+      space_ = o.space_;
+      device_ = o.device_;
+    }
+    return *this;
+  }
+  ~OwnedMemory() { release(); }
+
+  T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  MemorySpace space() const noexcept { return space_; }
+  View<T> view() const noexcept { return View<T>(data_, size_, space_, device_); }
+  operator View<T>() const noexcept { return view(); }
+  operator View<const T>() const noexcept { return view(); }
+  View<T> subview(std::size_t offset, std::size_t count) const noexcept {
+    return view().subview(offset, count);
+  }
+
+ protected:
+  int device_ordinal() const noexcept { return device_; }
+
+ private:
+  void release() noexcept {
+    if (data_) deallocate(space_, device_, data_);
+    data_ = nullptr;
+  }
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+  MemorySpace space_ = MemorySpace::host;
+  int device_ = -1;
+};
+}  // namespace detail
+
+/// Memory of one device: cudaMalloc on a CUDA device, aligned host memory on the host device.
+/// Contents start undefined. Freeing waits for the device (cudaFree synchronises).
+template <class T>
+class Buffer : public detail::OwnedMemory<T> {
+ public:
+  Buffer() = default;
+  Buffer(Device device, std::size_t size)
+      : detail::OwnedMemory<T>(device.is_host() ? MemorySpace::host : MemorySpace::device,
+                               device.ordinal(), size) {}
+  Device device() const {
+    return this->device_ordinal() < 0 ? Device::host() : Device::cuda(this->device_ordinal());
+  }
+};
+
+/// Host memory for staging: pinned (cudaMallocHost) when CUDA works, so copies are true DMA
+/// and can overlap compute; plain aligned memory otherwise. Contents start undefined.
+template <class T>
+class HostBuffer : public detail::OwnedMemory<T> {
+ public:
+  HostBuffer() = default;
+  explicit HostBuffer(std::size_t size)
+      : detail::OwnedMemory<T>(detail::pinned_or_host(), -1, size) {}
+
+  T& operator[](std::size_t i) const noexcept { return this->data()[i]; }
+  T* begin() const noexcept { return this->data(); }
+  T* end() const noexcept { return this->data() + this->size(); }
+  std::span<T> span() const noexcept { return {this->data(), this->size()}; }
+};
+
+}  // namespace cmdgraph

@@ -1,0 +1,124 @@
+// lower_to_host: refuse what the CPU cannot run, flatten, and wrap in HostExecutable.
+#include "backend/host/host_backend.hpp"
+
+#include "backend/host/host_launch.hpp"
+#include "run/event_state.hpp"
+#include "run/queue_state.hpp"
+
+#include <cmdgraph/error.hpp>
+
+#include <mutex>
+
+namespace cmdgraph::detail {
+namespace {
+
+[[noreturn]] void refuse(const Plan& plan, std::uint32_t c, errc code, const std::string& why) {
+  const std::string name = plan.recording->qualified_name(c);
+  throw Error(code, "command '" + name + "' cannot run on the host backend: " + why, {name});
+}
+
+void check_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r) {
+  if (r.space == MemorySpace::device) {
+    refuse(plan, c, errc::device_mismatch,
+           "it touches memory of cuda:" + std::to_string(r.device) + ", which the CPU cannot access");
+  }
+}
+
+void check_runs_on_host(const Plan& plan) {
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    const RecordedCommand& cmd = plan.command(c);
+    switch (cmd.kind) {
+      case CommandKind::kernel:
+        refuse(plan, c, errc::unsupported,
+               "a __global__ kernel needs a CUDA device (record it as parallel_for to run it on "
+               "both)");
+      case CommandKind::capture:
+        refuse(plan, c, errc::unsupported, "stream capture needs a CUDA device");
+      case CommandKind::parallel_for:
+        if (!std::get<ParallelForPayload>(cmd.payload).host) {
+          refuse(plan, c, errc::unsupported, "its functor has no host version (__device__ only)");
+        }
+        break;
+      case CommandKind::copy: {
+        const auto& cp = std::get<CopyPayload>(cmd.payload);
+        check_memory(plan, c, cp.dst);
+        check_memory(plan, c, cp.src);
+        break;
+      }
+      case CommandKind::fill:
+        check_memory(plan, c, std::get<FillPayload>(cmd.payload).dst);
+        break;
+      case CommandKind::event_record:
+      case CommandKind::event_wait:
+        if (!std::get<EventPayload>(cmd.payload).event->device().is_host()) {
+          refuse(plan, c, errc::device_mismatch,
+                 "its event belongs to " +
+                     std::get<EventPayload>(cmd.payload).event->device().name());
+        }
+        break;
+      case CommandKind::nested:
+        check_runs_on_host(*plan.nested[c]);
+        break;
+      case CommandKind::host:
+      case CommandKind::barrier:
+        break;
+    }
+  }
+}
+
+class HostExecutable final : public ExecutableImpl {
+ public:
+  HostExecutable(std::shared_ptr<const HostProgram> program, ExecutableStats stats)
+      : ExecutableImpl(program->plan, Device::host(), std::move(stats)),
+        program_(std::move(program)),
+        arguments_(std::make_shared<const ArgumentStore>(program_->plan->recording->arguments())) {}
+
+  Fence launch(QueueState& queue) override {
+    auto fence = std::make_shared<FenceState>();
+    // Two threads may launch at once: the lock makes each queue see launches in the order
+    // they chain, so no queued launch ever waits for one queued behind it.
+    std::lock_guard lock(mutex_);
+    std::shared_ptr<FenceState> previous = std::exchange(last_, fence);
+    queue.submit([program = program_, arguments = arguments_, fence,
+                  previous](QueueState::Done done) {
+      auto go = [program, arguments, fence, done] {
+        std::make_shared<HostLaunch>(program, arguments, fence, done)->start();
+      };
+      if (previous) {
+        previous->on_complete(std::move(go));
+      } else {
+        go();
+      }
+    });
+    return Fence(std::move(fence));
+  }
+
+  std::unique_ptr<ExecutableImpl> clone() const override {
+    auto copy = std::make_unique<HostExecutable>(program_, stats());
+    std::lock_guard lock(mutex_);
+    copy->arguments_ = std::make_shared<const ArgumentStore>(*arguments_);
+    return copy;
+  }
+
+ private:
+  std::shared_ptr<const HostProgram> program_;
+  mutable std::mutex mutex_;
+  // Replaced, never modified in place, so a launch in flight keeps the arguments it started
+  // with.
+  std::shared_ptr<const ArgumentStore> arguments_;
+  std::shared_ptr<FenceState> last_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecutableImpl> lower_to_host(std::shared_ptr<const Plan> plan,
+                                              ExecutableStats stats) {
+  check_runs_on_host(*plan);
+  auto program = std::make_shared<HostProgram>();
+  program->flat = flatten(*plan);
+  program->plan = std::move(plan);
+  stats.backend = Backend::host;
+  return std::make_unique<HostExecutable>(std::move(program), std::move(stats));
+}
+
+}  // namespace cmdgraph::detail

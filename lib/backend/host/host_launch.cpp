@@ -1,0 +1,215 @@
+// HostLaunch: dependency counting, task execution per command kind, error capture.
+#include "backend/host/host_launch.hpp"
+
+#include "run/event_state.hpp"
+#include "run/thread_pool.hpp"
+
+#include <cmdgraph/error.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace cmdgraph::detail {
+namespace {
+
+void fill_host(const FillPayload& f) {
+  auto* p = static_cast<unsigned char*>(f.dst.data);
+  const std::size_t count = f.dst.bytes / f.element_size;
+  switch (f.element_size) {
+    case 1: std::memset(p, static_cast<int>(f.value), count); break;
+    case 2: {
+      const auto v = static_cast<std::uint16_t>(f.value);
+      for (std::size_t i = 0; i < count; ++i) std::memcpy(p + 2 * i, &v, 2);
+      break;
+    }
+    default:
+      for (std::size_t i = 0; i < count; ++i) std::memcpy(p + 4 * i, &f.value, 4);
+  }
+}
+
+// Chunks a parallel_for is split into: enough to keep every worker busy, none so small that
+// handing it over costs more than running it.
+std::size_t chunk_count(std::size_t n, std::size_t workers) {
+  constexpr std::size_t min_chunk = 256;
+  return std::clamp<std::size_t>(n / min_chunk, 1, 4 * workers);
+}
+
+}  // namespace
+
+HostLaunch::HostLaunch(std::shared_ptr<const HostProgram> program,
+                       std::shared_ptr<const ArgumentStore> arguments,
+                       std::shared_ptr<FenceState> fence, QueueState::Done done)
+    : program_(std::move(program)), arguments_(std::move(arguments)), fence_(std::move(fence)),
+      done_(std::move(done)), pool_size_(host_pool().size()) {
+  const std::size_t n = program_->flat.tasks.size();
+  pending_.reset(new std::atomic<std::uint32_t>[n]);
+  poisoned_.reset(new std::atomic<std::uint8_t>[n]);
+  chunks_.reset(new std::atomic<std::uint32_t>[n]);
+  failed_.reset(new std::atomic<std::uint8_t>[n]);
+  for (std::size_t t = 0; t < n; ++t) {
+    pending_[t].store(static_cast<std::uint32_t>(program_->flat.parents[t].size()),
+                      std::memory_order_relaxed);
+    poisoned_[t].store(0, std::memory_order_relaxed);
+    failed_[t].store(0, std::memory_order_relaxed);
+  }
+  remaining_.store(n, std::memory_order_relaxed);
+}
+
+void HostLaunch::start() {
+  if (program_->flat.tasks.empty()) {
+    finish();
+    return;
+  }
+  for (std::uint32_t s : program_->flat.sources) post(s);
+}
+
+void HostLaunch::post(std::uint32_t task) {
+  host_pool().post([self = shared_from_this(), task] { self->run(task); });
+}
+
+void HostLaunch::run(std::uint32_t task) {
+  while (task != none) {
+    const bool skip = poisoned_[task].load(std::memory_order_acquire) != 0;
+    const Outcome outcome = skip ? Outcome::failed : execute(task);
+    if (outcome == Outcome::deferred) return;
+    task = complete(task, outcome == Outcome::failed);
+  }
+}
+
+const ArgumentStore& HostLaunch::arguments_of(const FlatTask& task) const {
+  // The root plan's arguments are this executable's own (update() changes them); nested
+  // buffers keep the arguments they were recorded with.
+  return task.plan == program_->plan.get() ? *arguments_ : task.plan->recording->arguments();
+}
+
+std::string HostLaunch::task_name(const FlatTask& task) const {
+  return task.plan == program_->plan.get() ? task.plan->name(task.command)
+                                           : task.plan->recording->qualified_name(task.command);
+}
+
+HostLaunch::Outcome HostLaunch::execute(std::uint32_t task) {
+  const FlatTask& t = program_->flat.tasks[task];
+  if (t.is_join()) return Outcome::ok;
+  const RecordedCommand& cmd = t.plan->command(t.command);
+  switch (cmd.kind) {
+    case CommandKind::parallel_for:
+      return run_parallel_for(task, std::get<ParallelForPayload>(cmd.payload).count);
+    case CommandKind::copy: {
+      const auto& c = std::get<CopyPayload>(cmd.payload);
+      std::memmove(c.dst.data, c.src.data, c.dst.bytes);
+      return Outcome::ok;
+    }
+    case CommandKind::fill:
+      fill_host(std::get<FillPayload>(cmd.payload));
+      return Outcome::ok;
+    case CommandKind::host:
+      try {
+        std::get<HostPayload>(cmd.payload).task->run();
+        return Outcome::ok;
+      } catch (...) {
+        fail(task, "host task");
+        return Outcome::failed;
+      }
+    case CommandKind::event_record:
+      std::get<EventPayload>(cmd.payload).event->record_now();
+      return Outcome::ok;
+    case CommandKind::event_wait: {
+      auto resume = [self = shared_from_this(), task] {
+        host_pool().post([self, task] { self->resume_after(task, false); });
+      };
+      return std::get<EventPayload>(cmd.payload).event->recorded_or_defer(resume)
+                 ? Outcome::ok
+                 : Outcome::deferred;
+    }
+    case CommandKind::barrier:
+    case CommandKind::nested:  // expanded into join tasks by flatten()
+      return Outcome::ok;
+    case CommandKind::kernel:
+    case CommandKind::capture:
+      break;  // refused by lower_to_host
+  }
+  return Outcome::failed;
+}
+
+HostLaunch::Outcome HostLaunch::run_parallel_for(std::uint32_t task, std::size_t count) {
+  const std::size_t chunks = chunk_count(count, pool_size_);
+  if (chunks == 1) {
+    run_chunk(task, 0, count);
+    return failed_[task].load(std::memory_order_acquire) ? Outcome::failed : Outcome::ok;
+  }
+  chunks_[task].store(static_cast<std::uint32_t>(chunks), std::memory_order_relaxed);
+  const std::size_t step = (count + chunks - 1) / chunks;
+  for (std::size_t k = 0; k < chunks; ++k) {
+    const std::size_t begin = k * step, end = std::min(count, begin + step);
+    auto body = [self = shared_from_this(), task, begin, end] {
+      self->run_chunk(task, begin, end);
+      if (self->chunks_[task].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        self->resume_after(task, self->failed_[task].load(std::memory_order_acquire) != 0);
+      }
+    };
+    host_pool().post(std::move(body));
+  }
+  return Outcome::deferred;
+}
+
+void HostLaunch::run_chunk(std::uint32_t task, std::size_t begin, std::size_t end) {
+  const FlatTask& t = program_->flat.tasks[task];
+  const auto& pf = std::get<ParallelForPayload>(t.plan->command(t.command).payload);
+  try {
+    pf.host(arguments_of(t).data(pf.functor), begin, end);
+  } catch (...) {
+    failed_[task].store(1, std::memory_order_release);
+    fail(task, "parallel_for");
+  }
+}
+
+void HostLaunch::resume_after(std::uint32_t task, bool failed) { run(complete(task, failed)); }
+
+std::uint32_t HostLaunch::complete(std::uint32_t task, bool failed) {
+  std::uint32_t next = none;
+  for (std::uint32_t c : program_->flat.children[task]) {
+    if (failed) poisoned_[c].store(1, std::memory_order_relaxed);
+    if (pending_[c].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (next == none) {
+        next = c;
+      } else {
+        post(c);
+      }
+    }
+  }
+  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) finish();
+  return next;
+}
+
+void HostLaunch::fail(std::uint32_t task, const char* what_ran) {
+  const std::string name = task_name(program_->flat.tasks[task]);
+  std::string detail = "an exception that is not a std::exception";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    detail = e.what();
+  } catch (...) {
+  }
+  std::exception_ptr wrapped;
+  try {
+    std::throw_with_nested(Error(errc::host_task_failed,
+                                 std::string(what_ran) + " '" + name + "' threw: " + detail,
+                                 {name}));
+  } catch (...) {
+    wrapped = std::current_exception();
+  }
+  std::lock_guard lock(error_mutex_);
+  if (!error_) error_ = wrapped;
+}
+
+void HostLaunch::finish() {
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(error_mutex_);
+    error = error_;
+  }
+  fence_->complete(error);
+  done_(error);
+}
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,66 @@
+// HostLaunch: one run of a flat plan on the host pool. Tasks become ready when their last
+// parent finishes; a ready child continues on the same thread, the others go to the pool.
+// A failed task's dependants are skipped; the first error completes the launch's fence.
+#pragma once
+
+#include "plan/flat_plan.hpp"
+#include "record/argument_store.hpp"
+#include "run/fence_state.hpp"
+#include "run/queue_state.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+
+namespace cmdgraph::detail {
+
+/// What every launch of one host executable (and its clones) shares.
+struct HostProgram {
+  std::shared_ptr<const Plan> plan;
+  FlatPlan flat;
+};
+
+class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
+ public:
+  HostLaunch(std::shared_ptr<const HostProgram> program,
+             std::shared_ptr<const ArgumentStore> arguments, std::shared_ptr<FenceState> fence,
+             QueueState::Done done);
+  /// Posts the source tasks; returns at once.
+  void start();
+
+ private:
+  enum class Outcome { ok, failed, deferred };
+  static constexpr std::uint32_t none = ~0u;
+
+  void post(std::uint32_t task);
+  void run(std::uint32_t task);
+  Outcome execute(std::uint32_t task);
+  Outcome run_parallel_for(std::uint32_t task, std::size_t count);
+  void run_chunk(std::uint32_t task, std::size_t begin, std::size_t end);
+  /// Marks `task` finished; returns one ready child to continue with, posting the others.
+  std::uint32_t complete(std::uint32_t task, bool failed);
+  void resume_after(std::uint32_t task, bool failed);
+  void fail(std::uint32_t task, const char* what_ran);
+  void finish();
+  const ArgumentStore& arguments_of(const FlatTask& task) const;
+  std::string task_name(const FlatTask& task) const;
+
+  std::shared_ptr<const HostProgram> program_;
+  std::shared_ptr<const ArgumentStore> arguments_;
+  std::shared_ptr<FenceState> fence_;
+  QueueState::Done done_;
+  std::size_t pool_size_;
+
+  std::unique_ptr<std::atomic<std::uint32_t>[]> pending_;  // unfinished parents
+  std::unique_ptr<std::atomic<std::uint8_t>[]> poisoned_;  // a parent failed or was skipped
+  std::unique_ptr<std::atomic<std::uint32_t>[]> chunks_;   // parallel_for chunks left
+  std::unique_ptr<std::atomic<std::uint8_t>[]> failed_;    // a parallel_for chunk threw
+  std::atomic<std::size_t> remaining_;
+
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,75 @@
+// flatten: expands nested plans between join tasks, keeping a topological task order.
+#include "plan/flat_plan.hpp"
+
+#include <utility>
+
+namespace cmdgraph::detail {
+namespace {
+
+using Pairs = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+
+struct Span {
+  std::uint32_t entry;  // the task edges into the command go to
+  std::uint32_t exit;   // the task edges out of the command leave from
+};
+
+class Flattener {
+ public:
+  std::vector<FlatTask> tasks;
+  Pairs edges;
+
+  // Appends the tasks of `plan`; every source hangs off `entry` when given. Returns the
+  // span of each command of `plan`.
+  std::vector<Span> expand(const Plan& plan, std::int64_t entry) {
+    std::vector<Span> spans(plan.size());
+    for (std::uint32_t c : plan.order) {
+      if (const Plan* nested = plan.nested[c].get()) {
+        const std::uint32_t in = add(plan, FlatTask::join);
+        const std::vector<Span> inner = expand(*nested, in);
+        const std::uint32_t out = add(plan, FlatTask::join);
+        for (std::uint32_t s = 0; s < nested->size(); ++s) {
+          if (nested->children[s].empty()) edges.emplace_back(inner[s].exit, out);
+        }
+        if (nested->size() == 0) edges.emplace_back(in, out);
+        spans[c] = {in, out};
+      } else {
+        const std::uint32_t t = add(plan, c);
+        spans[c] = {t, t};
+      }
+      if (entry >= 0 && plan.parents[c].empty()) {
+        edges.emplace_back(static_cast<std::uint32_t>(entry), spans[c].entry);
+      }
+      for (std::uint32_t p : plan.parents[c]) edges.emplace_back(spans[p].exit, spans[c].entry);
+    }
+    return spans;
+  }
+
+ private:
+  std::uint32_t add(const Plan& plan, std::uint32_t command) {
+    tasks.push_back({&plan, command});
+    return static_cast<std::uint32_t>(tasks.size() - 1);
+  }
+};
+
+}  // namespace
+
+FlatPlan flatten(const Plan& root) {
+  Flattener f;
+  const std::vector<Span> spans = f.expand(root, -1);
+  FlatPlan flat;
+  const std::size_t n = f.tasks.size();
+  Pairs reversed;
+  reversed.reserve(f.edges.size());
+  for (const auto& [a, b] : f.edges) reversed.emplace_back(b, a);
+  flat.children = Adjacency::from_pairs(n, f.edges);
+  flat.parents = Adjacency::from_pairs(n, reversed);
+  for (std::uint32_t t = 0; t < n; ++t) {
+    if (flat.parents[t].empty()) flat.sources.push_back(t);
+  }
+  flat.root_task.reserve(spans.size());
+  for (const Span& s : spans) flat.root_task.push_back(s.exit);
+  flat.tasks = std::move(f.tasks);
+  return flat;
+}
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,32 @@
+// FlatPlan: a plan with nested buffers expanded in place, for backends that schedule single
+// commands (host, streams). Each nested command becomes an entry and an exit join task around
+// the nested plan's own tasks.
+#pragma once
+
+#include "plan/adjacency.hpp"
+#include "plan/plan.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace cmdgraph::detail {
+
+struct FlatTask {
+  static constexpr std::uint32_t join = std::numeric_limits<std::uint32_t>::max();
+  const Plan* plan;       // the plan the command belongs to (the root or a nested one)
+  std::uint32_t command;  // its index there, or `join` for a no-op join task
+  bool is_join() const noexcept { return command == join; }
+};
+
+struct FlatPlan {
+  std::vector<FlatTask> tasks;              // in a topological order
+  Adjacency children;
+  Adjacency parents;
+  std::vector<std::uint32_t> sources;       // tasks without parents
+  std::vector<std::uint32_t> root_task;     // root command index -> its (exit) task
+};
+
+FlatPlan flatten(const Plan& root);
+
+}  // namespace cmdgraph::detail

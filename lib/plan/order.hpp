@@ -1,0 +1,25 @@
+// Topological order and cycle detection over a Boost.Graph adjacency_list.
+#pragma once
+
+#include "record/recording.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace cmdgraph::detail {
+
+/// A topological order of `vertices` vertices under `edges` (parent -> child, distinct), or,
+/// when there is a cycle, an empty order and one cycle as a vertex path (first != last,
+/// closing back to the first).
+struct OrderResult {
+  std::vector<std::uint32_t> order;
+  std::vector<std::uint32_t> cycle;
+};
+OrderResult topological_order(std::size_t vertices, const std::vector<Edge>& edges);
+
+/// For each vertex, its children under `edges` that are not implied by other paths: the
+/// transitive reduction, as (parent, child) pairs in `order`'s sense of parent first.
+std::vector<Edge> transitive_reduction(std::size_t vertices, const std::vector<Edge>& edges,
+                                       const std::vector<std::uint32_t>& position);
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,53 @@
+// ArgumentStore: aligned bump storage that copies as a whole.
+#include "record/argument_store.hpp"
+
+#include <cmdgraph/error.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+namespace cmdgraph::detail {
+
+ArgumentStore::ArgumentStore(const ArgumentStore& other) : slots_(other.slots_) {
+  reserve(other.used_);
+  if (other.used_) std::memcpy(bytes_.get(), other.bytes_.get(), other.used_);
+  used_ = other.used_;
+}
+
+ArgumentStore& ArgumentStore::operator=(const ArgumentStore& other) {
+  if (this != &other) {
+    ArgumentStore copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+void ArgumentStore::reserve(std::size_t bytes) {
+  if (bytes <= capacity_) return;
+  const std::size_t capacity = std::max<std::size_t>({bytes, 2 * capacity_, 256});
+  std::unique_ptr<std::byte[], AlignedDelete> grown(
+      static_cast<std::byte*>(::operator new[](capacity, std::align_val_t{block_align})));
+  if (used_) std::memcpy(grown.get(), bytes_.get(), used_);
+  bytes_ = std::move(grown);
+  capacity_ = capacity;
+}
+
+ArgumentStore::Slot ArgumentStore::add(const KernelParam& param) {
+  if (param.align > block_align) {
+    throw Error(errc::invalid_argument, "argument alignment above 64 bytes is not supported");
+  }
+  const std::size_t align = std::max<std::size_t>(param.align, 1);
+  const std::size_t offset = (used_ + align - 1) / align * align;
+  reserve(offset + param.size);
+  if (param.size) std::memcpy(bytes_.get() + offset, param.value, param.size);
+  used_ = offset + param.size;
+  slots_.push_back({static_cast<std::uint32_t>(offset), param.size});
+  return static_cast<Slot>(slots_.size() - 1);
+}
+
+void ArgumentStore::assign(Slot slot, const void* value) noexcept {
+  std::memcpy(data(slot), value, slots_[slot].size);
+}
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,54 @@
+// ArgumentStore: the owned, aligned bytes of every kernel argument and parallel_for functor of
+// one recording. Executables copy it so update() can change their arguments alone.
+#pragma once
+
+#include <cmdgraph/detail/specs.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace cmdgraph::detail {
+
+class ArgumentStore {
+ public:
+  using Slot = std::uint32_t;
+
+  ArgumentStore() = default;
+  ArgumentStore(const ArgumentStore& other);
+  ArgumentStore& operator=(const ArgumentStore& other);
+  ArgumentStore(ArgumentStore&&) noexcept = default;
+  ArgumentStore& operator=(ArgumentStore&&) noexcept = default;
+
+  /// Copies `param` in; returns its slot.
+  Slot add(const KernelParam& param);
+  /// Overwrites slot `slot` with a value of the same size.
+  void assign(Slot slot, const void* value) noexcept;
+
+  void* data(Slot slot) const noexcept { return bytes_.get() + slots_[slot].offset; }
+  std::uint32_t size(Slot slot) const noexcept { return slots_[slot].size; }
+  std::size_t slot_count() const noexcept { return slots_.size(); }
+  std::size_t bytes_used() const noexcept { return used_; }
+
+ private:
+  // Alignment of the whole block; every value is placed at a multiple of its own alignment.
+  static constexpr std::size_t block_align = 64;
+  struct AlignedDelete {
+    void operator()(std::byte* p) const noexcept {
+      ::operator delete[](p, std::align_val_t{block_align});
+    }
+  };
+  struct Entry {
+    std::uint32_t offset;
+    std::uint32_t size;
+  };
+  void reserve(std::size_t bytes);
+
+  std::unique_ptr<std::byte[], AlignedDelete> bytes_;
+  std::size_t capacity_ = 0;
+  std::size_t used_ = 0;
+  std::vector<Entry> slots_;
+};
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,189 @@
+// CommandBuffer: record-time validation of each command, then storage in the Recording.
+#include "record/recording.hpp"
+
+#include <cmdgraph/command_buffer.hpp>
+#include <cmdgraph/error.hpp>
+
+namespace cmdgraph {
+namespace {
+
+using detail::Recording;
+
+// The name the next command will get by default, for messages about a command that failed
+// validation before it was stored.
+std::string next_name(const Recording& rec, CommandKind kind) {
+  return std::string(to_string(kind)) + "#" + std::to_string(rec.commands().size());
+}
+
+[[noreturn]] void reject(const Recording& rec, CommandKind kind, const std::string& why,
+                         errc code = errc::invalid_argument) {
+  const std::string name = next_name(rec, kind);
+  throw Error(code, "command buffer '" + rec.name() + "': " + name + ": " + why, {name});
+}
+
+void check_range(const Recording& rec, CommandKind kind, const detail::MemoryRange& r,
+                 const char* role) {
+  if (r.bytes == 0) reject(rec, kind, std::string("zero-size ") + role);
+  if (r.data == nullptr) reject(rec, kind, std::string("null ") + role);
+  if (r.bytes > r.capacity && r.capacity != 0) {
+    reject(rec, kind, std::string(role) + " holds " + std::to_string(r.capacity) +
+                          " bytes, the command needs " + std::to_string(r.bytes));
+  }
+}
+
+bool has_zero(const Dim3& d) { return d.x == 0 || d.y == 0 || d.z == 0; }
+
+}  // namespace
+
+CommandBuffer::CommandBuffer(std::string name)
+    : rec_(std::make_shared<Recording>(std::move(name))) {
+  detail::register_recording(*rec_);
+}
+
+CommandBuffer::CommandBuffer(CommandBuffer&& other) noexcept : rec_(std::move(other.rec_)) {}
+
+CommandBuffer& CommandBuffer::operator=(CommandBuffer&& other) noexcept {
+  if (this != &other) {
+    if (rec_) detail::unregister_recording(*rec_);
+    rec_ = std::move(other.rec_);
+  }
+  return *this;
+}
+
+CommandBuffer::~CommandBuffer() {
+  if (rec_) detail::unregister_recording(*rec_);
+}
+
+namespace {
+Recording& open(const std::shared_ptr<Recording>& rec) {
+  if (!rec) throw Error(errc::invalid_handle, "a moved-from command buffer was used");
+  return *rec;
+}
+}  // namespace
+
+const std::string& CommandBuffer::name() const { return open(rec_).name(); }
+std::size_t CommandBuffer::size() const { return open(rec_).commands().size(); }
+bool CommandBuffer::sealed() const { return open(rec_).sealed(); }
+
+void CommandBuffer::reset() {
+  Recording& old = open(rec_);
+  auto fresh = std::make_shared<Recording>(old.name());
+  detail::unregister_recording(old);
+  rec_ = std::move(fresh);
+  detail::register_recording(*rec_);
+}
+
+const std::shared_ptr<detail::Recording>& CommandBuffer::recording() const {
+  open(rec_);
+  return rec_;
+}
+
+detail::CommandRef CommandBuffer::add_kernel(const detail::KernelSpec& spec) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (spec.function == nullptr) reject(rec, CommandKind::kernel, "null kernel function");
+  if (has_zero(spec.config.grid) || has_zero(spec.config.block)) {
+    reject(rec, CommandKind::kernel, "grid and block dimensions must be non-zero");
+  }
+  detail::ArgumentStore& args = rec.arguments();
+  const auto first = static_cast<detail::ArgumentStore::Slot>(args.slot_count());
+  for (std::size_t i = 0; i < spec.param_count; ++i) args.add(spec.params[i]);
+  return rec.add(CommandKind::kernel,
+                 detail::KernelPayload{spec.function, spec.config, first,
+                                       static_cast<std::uint32_t>(spec.param_count)});
+}
+
+detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec& spec) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (spec.count == 0) reject(rec, CommandKind::parallel_for, "zero-size range");
+  detail::ArgumentStore& args = rec.arguments();
+  const auto functor = args.add(spec.functor);
+  args.add(detail::KernelParam{&spec.count, sizeof(std::size_t), alignof(std::size_t)});
+  return rec.add(CommandKind::parallel_for,
+                 detail::ParallelForPayload{spec.count, functor, spec.host, spec.device_kernel});
+}
+
+detail::CommandRef CommandBuffer::add_copy(const detail::CopySpec& spec) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  check_range(rec, CommandKind::copy, spec.dst, "destination");
+  check_range(rec, CommandKind::copy, spec.src, "source");
+  return rec.add(CommandKind::copy, detail::CopyPayload{spec.dst, spec.src});
+}
+
+detail::CommandRef CommandBuffer::add_fill(const detail::FillSpec& spec) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  check_range(rec, CommandKind::fill, spec.dst, "destination");
+  return rec.add(CommandKind::fill,
+                 detail::FillPayload{spec.dst, spec.value, spec.element_size});
+}
+
+detail::CommandRef CommandBuffer::add_host(std::shared_ptr<detail::HostTask> task) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  return rec.add(CommandKind::host, detail::HostPayload{std::move(task)});
+}
+
+detail::CommandRef CommandBuffer::add_capture(std::shared_ptr<detail::CaptureTask> task) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  return rec.add(CommandKind::capture, detail::CapturePayload{std::move(task)});
+}
+
+Command CommandBuffer::record(const Event& event) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (!event.state()) reject(rec, CommandKind::event_record, "moved-from event", errc::invalid_handle);
+  return Command(rec.add(CommandKind::event_record, detail::EventPayload{event.state()}));
+}
+
+Command CommandBuffer::wait(const Event& event) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (!event.state()) reject(rec, CommandKind::event_wait, "moved-from event", errc::invalid_handle);
+  return Command(rec.add(CommandKind::event_wait, detail::EventPayload{event.state()}));
+}
+
+Command CommandBuffer::execute(CommandBuffer& secondary) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (!secondary.rec_) {
+    reject(rec, CommandKind::nested, "moved-from secondary command buffer", errc::invalid_handle);
+  }
+  if (secondary.rec_ == rec_) reject(rec, CommandKind::nested, "a command buffer cannot execute itself");
+  secondary.rec_->seal();
+  return Command(rec.add(CommandKind::nested, detail::NestedPayload{secondary.rec_}));
+}
+
+Command CommandBuffer::barrier() {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  return Command(rec.add_barrier());
+}
+
+const char* to_string(CommandKind kind) noexcept {
+  switch (kind) {
+    case CommandKind::kernel: return "kernel";
+    case CommandKind::parallel_for: return "parallel_for";
+    case CommandKind::copy: return "copy";
+    case CommandKind::fill: return "fill";
+    case CommandKind::host: return "host";
+    case CommandKind::event_record: return "record";
+    case CommandKind::event_wait: return "wait";
+    case CommandKind::nested: return "execute";
+    case CommandKind::capture: return "capture";
+    case CommandKind::barrier: return "barrier";
+  }
+  return "command";
+}
+
+}  // namespace cmdgraph

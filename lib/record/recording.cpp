@@ -1,0 +1,159 @@
+// Recording: command storage, edges, barrier segments, names, and the registry that lets a
+// handle find its open recording (or report that it has none).
+#include "record/recording.hpp"
+
+#include <cmdgraph/error.hpp>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace cmdgraph::detail {
+namespace {
+
+std::atomic<std::uint64_t> next_recording_id{1};
+
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<std::uint64_t, Recording*> open;
+};
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+}  // namespace
+
+Recording::Recording(std::string name) : id_(next_recording_id++), name_(std::move(name)) {}
+Recording::~Recording() = default;
+
+void Recording::require_open(const char* action) const {
+  if (sealed_) {
+    throw Error(errc::wrong_state, "command buffer " + quoted(name_) + " is compiled; cannot " +
+                                       action + " until reset()");
+  }
+}
+
+CommandRef Recording::add(CommandKind kind, Payload payload) {
+  require_open("record");
+  const auto index = static_cast<std::uint32_t>(commands_.size());
+  commands_.push_back({kind, std::move(payload), {}});
+  if (last_barrier_) edges_.push_back({*last_barrier_, index});
+  return {id_, index};
+}
+
+CommandRef Recording::add_barrier() {
+  require_open("record");
+  const auto index = static_cast<std::uint32_t>(commands_.size());
+  commands_.push_back({CommandKind::barrier, BarrierPayload{}, {}});
+  if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
+  for (std::uint32_t i = segment_begin_; i < index; ++i) edges_.push_back({i, index});
+  last_barrier_ = index;
+  segment_begin_ = index + 1;
+  return {id_, index};
+}
+
+void Recording::add_edge(std::uint32_t parent, std::uint32_t child) {
+  require_open("add edges");
+  if (parent == child) {
+    throw Error(errc::self_edge,
+                "command buffer " + quoted(name_) + ": command " +
+                    quoted(command_name(child)) + " cannot depend on itself",
+                {command_name(child)});
+  }
+  edges_.push_back({parent, child});
+}
+
+void Recording::set_name(std::uint32_t index, std::string_view name) {
+  require_open("rename commands");
+  commands_[index].name = name;
+}
+
+std::string Recording::command_name(std::uint32_t index) const {
+  const RecordedCommand& c = commands_[index];
+  if (!c.name.empty()) return c.name;
+  return std::string(to_string(c.kind)) + "#" + std::to_string(index);
+}
+
+std::string Recording::qualified_name(std::uint32_t index) const {
+  return name_ + "/" + command_name(index);
+}
+
+Recording::UseGuard::UseGuard(const Recording& rec) : rec_(rec) {
+  if (rec_.users_.fetch_add(1, std::memory_order_acquire) != 0) {
+    rec_.users_.fetch_sub(1, std::memory_order_release);
+    throw Error(errc::concurrent_use, "command buffer " + quoted(rec_.name_) +
+                                          " is being recorded by two threads at once");
+  }
+}
+
+Recording::UseGuard::~UseGuard() { rec_.users_.fetch_sub(1, std::memory_order_release); }
+
+void register_recording(Recording& rec) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.open.emplace(rec.id(), &rec);
+}
+
+void unregister_recording(const Recording& rec) noexcept {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.open.erase(rec.id());
+}
+
+Recording& resolve(CommandRef ref) {
+  if (ref.recording == 0) {
+    throw Error(errc::invalid_handle, "a default-constructed or moved-from command handle was used");
+  }
+  Registry& r = registry();
+  std::unique_lock lock(r.mutex);
+  const auto it = r.open.find(ref.recording);
+  if (it == r.open.end()) {
+    throw Error(errc::stale_handle, "command handle #" + std::to_string(ref.index) +
+                                        " belongs to a command buffer that was destroyed or reset");
+  }
+  Recording& rec = *it->second;
+  lock.unlock();
+  if (ref.index >= rec.commands().size()) {
+    throw Error(errc::invalid_handle, "command handle #" + std::to_string(ref.index) +
+                                          " is out of range for command buffer " +
+                                          quoted(rec.name()));
+  }
+  return rec;
+}
+
+void add_edges(CommandRef child, const CommandRef* parents, std::size_t count) {
+  Recording& rec = resolve(child);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("add edges");
+  // Validate every parent before adding any edge, so a failed call changes nothing.
+  for (std::size_t i = 0; i < count; ++i) {
+    if (parents[i].recording == child.recording && parents[i].index < rec.commands().size()) {
+      continue;
+    }
+    Recording& other = resolve(parents[i]);  // throws for invalid or stale handles
+    throw Error(errc::foreign_handle,
+                "command " + quoted(rec.command_name(child.index)) + " of command buffer " +
+                    quoted(rec.name()) + " cannot depend on command " +
+                    quoted(other.command_name(parents[i].index)) + " of command buffer " +
+                    quoted(other.name()) + "; use execute() or events across buffers",
+                {rec.command_name(child.index), other.command_name(parents[i].index)});
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    if (parents[i].index == child.index) rec.add_edge(child.index, child.index);  // throws
+  }
+  for (std::size_t i = 0; i < count; ++i) rec.add_edge(parents[i].index, child.index);
+}
+
+void set_name(CommandRef command, std::string_view name) {
+  Recording& rec = resolve(command);
+  const Recording::UseGuard guard(rec);
+  rec.set_name(command.index, name);
+}
+
+std::string command_name(CommandRef command) {
+  return resolve(command).command_name(command.index);
+}
+
+}  // namespace cmdgraph::detail

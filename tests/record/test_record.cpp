@@ -1,0 +1,190 @@
+// Recording: handles, names, argument copies, barriers, nesting, moves and resets.
+#include "plan/plan.hpp"
+#include "record/recording.hpp"
+#include "support/expect_error.hpp"
+
+#include <cmdgraph/cmdgraph.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+
+using namespace cmdgraph;
+
+namespace {
+
+// Same type as a __global__ function's host stub; recorded, never run here.
+void saxpy(int n, float a, const float* x, float* y) { (void)n, (void)a, (void)x, (void)y; }
+
+struct Scale {
+  const float* in;
+  float* out;
+  float factor;
+  void operator()(std::size_t i) const { out[i] = in[i] * factor; }
+};
+
+template <class... A>
+concept SaxpyArgs = requires(CommandBuffer& c, A... a) { c.launch(&saxpy, LaunchConfig{}, a...); };
+
+bool has_edge(const detail::Recording& rec, std::uint32_t parent, std::uint32_t child) {
+  return std::any_of(rec.edges().begin(), rec.edges().end(), [&](const detail::Edge& e) {
+    return e.parent == parent && e.child == child;
+  });
+}
+
+}  // namespace
+
+// A wrong argument list is a compile error, not a run-time one.
+static_assert(SaxpyArgs<int, float, float*, float*>);
+static_assert(SaxpyArgs<long, double, const float*, float*>);  // converted
+static_assert(!SaxpyArgs<int, float, float*>);                 // too few
+static_assert(!SaxpyArgs<int, float, float*, float*, int>);    // too many
+static_assert(!SaxpyArgs<int, float, const char*, int*>);       // not convertible
+
+TEST_CASE("record.names.default_and_custom" * doctest::timeout(10)) {
+  CommandBuffer cmd("step");
+  float in[4]{}, out[4]{};
+  auto a = cmd.parallel_for(4, Scale{in, out, 2.0f});
+  auto b = cmd.host([] {}).named("load");
+  auto c = cmd.copy(host_view(out, 4), host_view(in, 4), 4);
+  CHECK(a.name() == "parallel_for#0");
+  CHECK(b.name() == "load");
+  CHECK(c.name() == "copy#2");
+  CHECK(cmd.size() == 3);
+  CHECK(cmd.name() == "step");
+}
+
+TEST_CASE("record.launch.arguments_converted_and_copied" * doctest::timeout(10)) {
+  CommandBuffer cmd("k");
+  float x[8]{}, y[8]{};
+  int n = 8;
+  double a = 2.5;
+  auto k = cmd.launch(&saxpy, LaunchConfig{{2}, {4}, 0}, n, a, x, y);
+  n = 99;  // the recording keeps its own copies
+  a = -1;
+  const detail::Recording& rec = *cmd.recording();
+  const auto& payload = std::get<detail::KernelPayload>(rec.commands()[k.index()].payload);
+  CHECK(payload.function == reinterpret_cast<const void*>(&saxpy));
+  CHECK(payload.param_count == 4);
+  CHECK(payload.config.grid.x == 2);
+  CHECK(payload.config.block.x == 4);
+  const auto& args = rec.arguments();
+  int stored_n;
+  float stored_a;
+  const float* stored_x;
+  std::memcpy(&stored_n, args.data(payload.first_param + 0), sizeof(int));
+  std::memcpy(&stored_a, args.data(payload.first_param + 1), sizeof(float));
+  std::memcpy(&stored_x, args.data(payload.first_param + 2), sizeof(float*));
+  CHECK(args.size(payload.first_param + 1) == sizeof(float));  // converted to the parameter type
+  CHECK(stored_n == 8);
+  CHECK(stored_a == 2.5f);
+  CHECK(stored_x == x);
+}
+
+TEST_CASE("record.parallel_for.functor_copied_aligned" * doctest::timeout(10)) {
+  struct alignas(32) Wide {
+    double v[4];
+    void operator()(std::size_t) const {}
+  };
+  CommandBuffer cmd("pf");
+  cmd.host([] {});  // misalign the arena on purpose
+  Wide w{{1, 2, 3, 4}};
+  auto p = cmd.parallel_for(10, w);
+  w.v[0] = 100;
+  const auto& rec = *cmd.recording();
+  const auto& pf = std::get<detail::ParallelForPayload>(rec.commands()[p.index()].payload);
+  const void* stored = rec.arguments().data(pf.functor);
+  CHECK(reinterpret_cast<std::uintptr_t>(stored) % 32 == 0);
+  CHECK(static_cast<const Wide*>(stored)->v[0] == 1);
+  CHECK(pf.count == 10);
+  CHECK(static_cast<bool>(pf.host != nullptr));
+  CHECK(static_cast<bool>(pf.device_kernel == nullptr));  // host-only translation unit
+}
+
+TEST_CASE("record.edges.fluent_and_depends_on" * doctest::timeout(10)) {
+  CommandBuffer cmd("e");
+  auto a = cmd.host([] {});
+  auto b = cmd.host([] {});
+  auto c = cmd.host([] {}).after(a, b).named("c");
+  auto d = cmd.host([] {});
+  cmd.depends_on(d, c);
+  std::vector<Command> many{a, b};
+  auto e = cmd.host([] {}).after_all(many);
+  const auto& rec = *cmd.recording();
+  CHECK(has_edge(rec, a.index(), c.index()));
+  CHECK(has_edge(rec, b.index(), c.index()));
+  CHECK(has_edge(rec, c.index(), d.index()));
+  CHECK(has_edge(rec, a.index(), e.index()));
+  CHECK(has_edge(rec, b.index(), e.index()));
+  CHECK(c.name() == "c");
+}
+
+TEST_CASE("record.barrier.orders_segments" * doctest::timeout(10)) {
+  CommandBuffer cmd("b");
+  auto a = cmd.host([] {});
+  auto b = cmd.host([] {});
+  auto bar = cmd.barrier();
+  auto c = cmd.host([] {});
+  auto d = cmd.host([] {});
+  auto bar2 = cmd.barrier();
+  auto bar3 = cmd.barrier();  // an empty segment still chains
+  auto e = cmd.host([] {});
+  const auto& rec = *cmd.recording();
+  CHECK(has_edge(rec, a.index(), bar.index()));
+  CHECK(has_edge(rec, b.index(), bar.index()));
+  CHECK(has_edge(rec, bar.index(), c.index()));
+  CHECK(has_edge(rec, bar.index(), d.index()));
+  CHECK(has_edge(rec, c.index(), bar2.index()));
+  CHECK(has_edge(rec, bar2.index(), bar3.index()));
+  CHECK(has_edge(rec, bar3.index(), e.index()));
+  CHECK(bar.name() == "barrier#2");
+  CHECK(rec.edges().size() == 8);  // linear in the commands, not quadratic
+}
+
+TEST_CASE("record.execute.seals_secondary" * doctest::timeout(10)) {
+  CommandBuffer secondary("inner");
+  secondary.host([] {});
+  CommandBuffer primary("outer");
+  auto x = primary.execute(secondary);
+  CHECK(x.name() == "execute#0");
+  CHECK(secondary.sealed());
+  CHECK_FALSE(primary.sealed());
+  CMDGRAPH_EXPECT_ERROR(secondary.host([] {}), errc::wrong_state);
+  primary.execute(secondary);  // a sealed buffer may be executed many times
+  CHECK(primary.size() == 2);
+}
+
+TEST_CASE("record.move.keeps_handles" * doctest::timeout(10)) {
+  CommandBuffer first("moved");
+  auto a = first.host([] {});
+  CommandBuffer second = std::move(first);
+  auto b = second.host([] {}).after(a);
+  CHECK(a.name() == "host#0");
+  CHECK(second.size() == 2);
+  CHECK(has_edge(*second.recording(), a.index(), b.index()));
+}
+
+TEST_CASE("record.reset.starts_empty" * doctest::timeout(10)) {
+  CommandBuffer cmd("r");
+  cmd.host([] {});
+  compile(cmd, Device::host());
+  CHECK(cmd.sealed());
+  cmd.reset();
+  CHECK_FALSE(cmd.sealed());
+  CHECK(cmd.size() == 0);
+  CHECK(cmd.host([] {}).name() == "host#0");
+}
+
+TEST_CASE("record.compile_twice.independent_executables" * doctest::timeout(10)) {
+  int runs = 0;
+  CommandBuffer cmd("twice");
+  cmd.host([&] { ++runs; });
+  Executable one = compile(cmd, Device::host());
+  Executable two = compile(cmd, Device::host());  // a sealed recording compiles again
+  Queue q(Device::host());
+  one.launch(q);
+  two.launch(q);
+  q.wait();
+  CHECK(runs == 2);
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Sums a meson test log into one line, "N passed, N failed".
+
+A doctest suite counts its test cases (from its own summary line); any other test counts as
+one. A suite that crashed or timed out before its summary counts as one failure more than the
+cases it reported.
+"""
+import json
+import re
+import sys
+
+SUMMARY = re.compile(r"\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed")
+
+
+def main(path):
+    passed = failed = 0
+    with open(path) as log:
+        for line in log:
+            entry = json.loads(line)
+            ok = entry.get("result") in ("OK", "SKIP", "EXPECTEDFAIL")
+            found = SUMMARY.findall(entry.get("stdout") or "")
+            if found:
+                _, p, f = map(int, found[-1])
+                passed += p
+                failed += f
+                if not ok and f == 0:
+                    failed += 1
+            elif ok:
+                passed += 1
+            else:
+                failed += 1
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "build/meson-logs/testlog.json"))
