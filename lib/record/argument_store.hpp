@@ -1,5 +1,6 @@
-// ArgumentStore: the owned, aligned bytes of every kernel argument and parallel_for functor of
-// one recording. Executables copy it so update() can change their arguments alone.
+// ArgumentStore: the owned, aligned bytes of every value update() may change: kernel arguments
+// and launch configurations, parallel_for functors and counts, copy and fill ranges. Each
+// executable copies its recording's store, so its updates change its own launches alone.
 #pragma once
 
 #include <cmdgraph/detail/specs.hpp>
@@ -7,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 namespace cmdgraph::detail {
@@ -23,6 +25,17 @@ class ArgumentStore {
 
   /// Copies `param` in; returns its slot.
   Slot add(const KernelParam& param);
+  /// Copies a trivially copyable value in; returns its slot.
+  template <class T>
+  Slot add_value(const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    return add(KernelParam{&value, sizeof(T), alignof(T)});
+  }
+  /// The value in `slot`, which add_value<T> stored.
+  template <class T>
+  const T& get(Slot slot) const noexcept {
+    return *static_cast<const T*>(data(slot));
+  }
   /// Overwrites slot `slot` with a value of the same size.
   void assign(Slot slot, const void* value) noexcept;
 

@@ -1,5 +1,6 @@
 // CommandBuffer: record-time validation of each command, then storage in the Recording.
 #include "record/recording.hpp"
+#include "record/validate.hpp"
 
 #include <cmdgraph/command_buffer.hpp>
 #include <cmdgraph/error.hpp>
@@ -21,17 +22,9 @@ std::string next_name(const Recording& rec, CommandKind kind) {
   throw Error(code, "command buffer '" + rec.name() + "': " + name + ": " + why, {name});
 }
 
-void check_range(const Recording& rec, CommandKind kind, const detail::MemoryRange& r,
-                 const char* role) {
-  if (r.bytes == 0) reject(rec, kind, std::string("zero-size ") + role);
-  if (r.data == nullptr) reject(rec, kind, std::string("null ") + role);
-  if (r.bytes > r.capacity && r.capacity != 0) {
-    reject(rec, kind, std::string(role) + " holds " + std::to_string(r.capacity) +
-                          " bytes, the command needs " + std::to_string(r.bytes));
-  }
+void require(const Recording& rec, CommandKind kind, const std::string& problem) {
+  if (!problem.empty()) reject(rec, kind, problem);
 }
-
-bool has_zero(const Dim3& d) { return d.x == 0 || d.y == 0 || d.z == 0; }
 
 }  // namespace
 
@@ -83,14 +76,12 @@ detail::CommandRef CommandBuffer::add_kernel(const detail::KernelSpec& spec) {
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
   if (spec.function == nullptr) reject(rec, CommandKind::kernel, "null kernel function");
-  if (has_zero(spec.config.grid) || has_zero(spec.config.block)) {
-    reject(rec, CommandKind::kernel, "grid and block dimensions must be non-zero");
-  }
+  require(rec, CommandKind::kernel, detail::problem_with(spec.config));
   detail::ArgumentStore& args = rec.arguments();
-  const auto first = static_cast<detail::ArgumentStore::Slot>(args.slot_count());
+  const auto config = args.add_value(spec.config);
   for (std::size_t i = 0; i < spec.param_count; ++i) args.add(spec.params[i]);
   return rec.add(CommandKind::kernel,
-                 detail::KernelPayload{spec.function, spec.config, first,
+                 detail::KernelPayload{spec.function, config, config + 1,
                                        static_cast<std::uint32_t>(spec.param_count)});
 }
 
@@ -101,27 +92,25 @@ detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec
   if (spec.count == 0) reject(rec, CommandKind::parallel_for, "zero-size range");
   detail::ArgumentStore& args = rec.arguments();
   const auto functor = args.add(spec.functor);
-  args.add(detail::KernelParam{&spec.count, sizeof(std::size_t), alignof(std::size_t)});
+  args.add_value(spec.count);
   return rec.add(CommandKind::parallel_for,
-                 detail::ParallelForPayload{spec.count, functor, spec.host, spec.device_kernel});
+                 detail::ParallelForPayload{functor, spec.host, spec.device_kernel});
 }
 
 detail::CommandRef CommandBuffer::add_copy(const detail::CopySpec& spec) {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
-  check_range(rec, CommandKind::copy, spec.dst, "destination");
-  check_range(rec, CommandKind::copy, spec.src, "source");
-  return rec.add(CommandKind::copy, detail::CopyPayload{spec.dst, spec.src});
+  require(rec, CommandKind::copy, detail::problem_with(spec));
+  return rec.add(CommandKind::copy, detail::CopyPayload{rec.arguments().add_value(spec)});
 }
 
 detail::CommandRef CommandBuffer::add_fill(const detail::FillSpec& spec) {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
-  check_range(rec, CommandKind::fill, spec.dst, "destination");
-  return rec.add(CommandKind::fill,
-                 detail::FillPayload{spec.dst, spec.value, spec.element_size});
+  require(rec, CommandKind::fill, detail::problem_with(spec));
+  return rec.add(CommandKind::fill, detail::FillPayload{rec.arguments().add_value(spec)});
 }
 
 detail::CommandRef CommandBuffer::add_host(std::shared_ptr<detail::HostTask> task) {

@@ -21,26 +21,25 @@ namespace cmdgraph::detail {
 class EventState;
 class Recording;
 
+// Payloads keep what never changes; values update() may change live in the ArgumentStore
+// and are named by slot.
 struct KernelPayload {
   const void* function;
-  LaunchConfig config;
-  ArgumentStore::Slot first_param;
+  ArgumentStore::Slot config;       // LaunchConfig
+  ArgumentStore::Slot first_param;  // then param_count consecutive slots
   std::uint32_t param_count;
 };
 struct ParallelForPayload {
-  std::size_t count;
-  ArgumentStore::Slot functor;  // then `count` as a second slot: the kernel's (f, n)
+  ArgumentStore::Slot functor;  // the kernel's (f, n): functor, then the count (std::size_t)
   HostInvoke host;
   const void* device_kernel;
+  ArgumentStore::Slot count() const noexcept { return functor + 1; }
 };
 struct CopyPayload {
-  MemoryRange dst;
-  MemoryRange src;
+  ArgumentStore::Slot spec;  // CopySpec
 };
 struct FillPayload {
-  MemoryRange dst;
-  std::uint32_t value;
-  std::uint32_t element_size;
+  ArgumentStore::Slot spec;  // FillSpec
 };
 struct HostPayload {
   std::shared_ptr<HostTask> task;

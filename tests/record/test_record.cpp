@@ -67,9 +67,9 @@ TEST_CASE("record.launch.arguments_converted_and_copied" * doctest::timeout(10))
   const auto& payload = std::get<detail::KernelPayload>(rec.commands()[k.index()].payload);
   CHECK(payload.function == reinterpret_cast<const void*>(&saxpy));
   CHECK(payload.param_count == 4);
-  CHECK(payload.config.grid.x == 2);
-  CHECK(payload.config.block.x == 4);
   const auto& args = rec.arguments();
+  CHECK(args.get<LaunchConfig>(payload.config).grid.x == 2);
+  CHECK(args.get<LaunchConfig>(payload.config).block.x == 4);
   int stored_n;
   float stored_a;
   const float* stored_x;
@@ -97,7 +97,7 @@ TEST_CASE("record.parallel_for.functor_copied_aligned" * doctest::timeout(10)) {
   const void* stored = rec.arguments().data(pf.functor);
   CHECK(reinterpret_cast<std::uintptr_t>(stored) % 32 == 0);
   CHECK(static_cast<const Wide*>(stored)->v[0] == 1);
-  CHECK(pf.count == 10);
+  CHECK(rec.arguments().get<std::size_t>(pf.count()) == 10);
   CHECK(static_cast<bool>(pf.host != nullptr));
   CHECK(static_cast<bool>(pf.device_kernel == nullptr));  // host-only translation unit
 }

@@ -25,6 +25,7 @@ void check_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r) {
 }
 
 void check_runs_on_host(const Plan& plan) {
+  const ArgumentStore& args = plan.recording->arguments();
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     const RecordedCommand& cmd = plan.command(c);
     switch (cmd.kind) {
@@ -40,13 +41,13 @@ void check_runs_on_host(const Plan& plan) {
         }
         break;
       case CommandKind::copy: {
-        const auto& cp = std::get<CopyPayload>(cmd.payload);
+        const auto& cp = args.get<CopySpec>(std::get<CopyPayload>(cmd.payload).spec);
         check_memory(plan, c, cp.dst);
         check_memory(plan, c, cp.src);
         break;
       }
       case CommandKind::fill:
-        check_memory(plan, c, std::get<FillPayload>(cmd.payload).dst);
+        check_memory(plan, c, args.get<FillSpec>(std::get<FillPayload>(cmd.payload).spec).dst);
         break;
       case CommandKind::event_record:
       case CommandKind::event_wait:

@@ -12,7 +12,7 @@
 namespace cmdgraph::detail {
 namespace {
 
-void fill_host(const FillPayload& f) {
+void fill_host(const FillSpec& f) {
   auto* p = static_cast<unsigned char*>(f.dst.data);
   const std::size_t count = f.dst.bytes / f.element_size;
   switch (f.element_size) {
@@ -93,14 +93,15 @@ HostLaunch::Outcome HostLaunch::execute(std::uint32_t task) {
   const RecordedCommand& cmd = t.plan->command(t.command);
   switch (cmd.kind) {
     case CommandKind::parallel_for:
-      return run_parallel_for(task, std::get<ParallelForPayload>(cmd.payload).count);
+      return run_parallel_for(
+          task, arguments_of(t).get<std::size_t>(std::get<ParallelForPayload>(cmd.payload).count()));
     case CommandKind::copy: {
-      const auto& c = std::get<CopyPayload>(cmd.payload);
+      const auto& c = arguments_of(t).get<CopySpec>(std::get<CopyPayload>(cmd.payload).spec);
       std::memmove(c.dst.data, c.src.data, c.dst.bytes);
       return Outcome::ok;
     }
     case CommandKind::fill:
-      fill_host(std::get<FillPayload>(cmd.payload));
+      fill_host(arguments_of(t).get<FillSpec>(std::get<FillPayload>(cmd.payload).spec));
       return Outcome::ok;
     case CommandKind::host:
       try {

@@ -1,0 +1,97 @@
+// CUDA object owners and their live counts.
+#include "cuda/handles.hpp"
+
+#include "cuda/check.hpp"
+
+#include <atomic>
+
+namespace cmdgraph::detail::cuda {
+namespace {
+
+struct Counters {
+  std::atomic<std::int64_t> streams{0}, events{0}, graphs{0}, execs{0}, device_allocations{0},
+      pinned_allocations{0};
+};
+Counters& counts() {
+  static Counters c;
+  return c;
+}
+
+}  // namespace
+
+LiveCounts live_counts() noexcept {
+  const Counters& c = counts();
+  return {c.streams.load(), c.events.load(), c.graphs.load(),
+          c.execs.load(),   c.device_allocations.load(), c.pinned_allocations.load()};
+}
+
+void StreamDeleter::operator()(cudaStream_t s) const noexcept {
+  (void)try_call([&] { return cudaStreamDestroy(s); });
+  --counts().streams;
+}
+void EventDeleter::operator()(cudaEvent_t e) const noexcept {
+  (void)try_call([&] { return cudaEventDestroy(e); });
+  --counts().events;
+}
+void GraphDeleter::operator()(cudaGraph_t g) const noexcept {
+  (void)try_call([&] { return cudaGraphDestroy(g); });
+  --counts().graphs;
+}
+void GraphExecDeleter::operator()(cudaGraphExec_t g) const noexcept {
+  (void)try_call([&] { return cudaGraphExecDestroy(g); });
+  --counts().execs;
+}
+
+Stream create_stream(int device, int priority, std::string_view command) {
+  const ScopedDevice on(device);
+  cudaStream_t s = nullptr;
+  CMDGRAPH_CUDA(command, cudaStreamCreateWithPriority, &s, cudaStreamNonBlocking, priority);
+  ++counts().streams;
+  return Stream(s);
+}
+
+Event create_event(int device, bool timing, std::string_view command) {
+  const ScopedDevice on(device);
+  cudaEvent_t e = nullptr;
+  CMDGRAPH_CUDA(command, cudaEventCreateWithFlags, &e,
+                timing ? cudaEventDefault : cudaEventDisableTiming);
+  ++counts().events;
+  return Event(e);
+}
+
+Graph create_graph(std::string_view command) {
+  cudaGraph_t g = nullptr;
+  CMDGRAPH_CUDA(command, cudaGraphCreate, &g, 0u);
+  ++counts().graphs;
+  return Graph(g);
+}
+
+Graph adopt(cudaGraph_t graph) noexcept {
+  ++counts().graphs;
+  return Graph(graph);
+}
+
+GraphExec adopt(cudaGraphExec_t exec) noexcept {
+  ++counts().execs;
+  return GraphExec(exec);
+}
+
+ScopedDevice::ScopedDevice(int device) : device_(device) {
+  CMDGRAPH_CUDA({}, cudaGetDevice, &previous_);
+  if (previous_ != device_) CMDGRAPH_CUDA({}, cudaSetDevice, device_);
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (previous_ != device_) (void)try_call([&] { return cudaSetDevice(previous_); });
+}
+
+namespace counters {
+void allocation_made(bool pinned) noexcept {
+  ++(pinned ? counts().pinned_allocations : counts().device_allocations);
+}
+void allocation_freed(bool pinned) noexcept {
+  --(pinned ? counts().pinned_allocations : counts().device_allocations);
+}
+}  // namespace counters
+
+}  // namespace cmdgraph::detail::cuda

@@ -1,0 +1,71 @@
+// Device queries and allocation.
+#include "cuda/runtime.hpp"
+
+#include "cuda/check.hpp"
+#include "cuda/handles.hpp"
+
+namespace cmdgraph::detail::cuda {
+
+int device_count() noexcept {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+DeviceProperties properties(int device) {
+  cudaDeviceProp prop{};
+  CMDGRAPH_CUDA({}, cudaGetDeviceProperties, &prop, device);
+  DeviceProperties p;
+  p.name = prop.name;
+  p.multiprocessors = prop.multiProcessorCount;
+  p.compute_major = prop.major;
+  p.compute_minor = prop.minor;
+  p.total_memory = prop.totalGlobalMem;
+  std::tie(p.least_priority, p.greatest_priority) = priority_range(device);
+  return p;
+}
+
+std::pair<int, int> priority_range(int device) {
+  const ScopedDevice on(device);
+  int least = 0, greatest = 0;
+  CMDGRAPH_CUDA({}, cudaDeviceGetStreamPriorityRange, &least, &greatest);
+  return {least, greatest};
+}
+
+void* allocate_device(int device, std::size_t bytes) {
+  const ScopedDevice on(device);
+  void* p = nullptr;
+  CMDGRAPH_CUDA({}, cudaMalloc, &p, bytes);
+  counters::allocation_made(false);
+  return p;
+}
+
+void free_device(int device, void* p) noexcept {
+  try {
+    const ScopedDevice on(device);
+    (void)try_call([&] { return cudaFree(p); });
+  } catch (...) {
+    // Freeing never throws; a device that cannot be made current has nothing left to free.
+  }
+  counters::allocation_freed(false);
+}
+
+void* allocate_pinned(std::size_t bytes) {
+  void* p = nullptr;
+  CMDGRAPH_CUDA({}, cudaMallocHost, &p, bytes);
+  counters::allocation_made(true);
+  return p;
+}
+
+void free_pinned(void* p) noexcept {
+  (void)try_call([&] { return cudaFreeHost(p); });
+  counters::allocation_freed(true);
+}
+
+}  // namespace cmdgraph::detail::cuda

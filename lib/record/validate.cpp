@@ -1,0 +1,40 @@
+// Value rules for kernels, copies and fills.
+#include "record/validate.hpp"
+
+namespace cmdgraph::detail {
+namespace {
+
+std::string problem_with(const MemoryRange& r, const char* role) {
+  if (r.bytes == 0) return std::string("zero-size ") + role;
+  if (r.data == nullptr) return std::string("null ") + role;
+  if (r.capacity != 0 && r.bytes > r.capacity) {
+    return std::string(role) + " holds " + std::to_string(r.capacity) +
+           " bytes, the command needs " + std::to_string(r.bytes);
+  }
+  return {};
+}
+
+bool has_zero(const Dim3& d) { return d.x == 0 || d.y == 0 || d.z == 0; }
+
+}  // namespace
+
+std::string problem_with(const LaunchConfig& config) {
+  if (has_zero(config.grid) || has_zero(config.block)) {
+    return "grid and block dimensions must be non-zero";
+  }
+  return {};
+}
+
+std::string problem_with(const CopySpec& copy) {
+  std::string p = problem_with(copy.dst, "destination");
+  return p.empty() ? problem_with(copy.src, "source") : p;
+}
+
+std::string problem_with(const FillSpec& fill) {
+  if (fill.element_size != 1 && fill.element_size != 2 && fill.element_size != 4) {
+    return "fill elements must be 1, 2 or 4 bytes";
+  }
+  return problem_with(fill.dst, "destination");
+}
+
+}  // namespace cmdgraph::detail
