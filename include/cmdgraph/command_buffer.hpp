@@ -5,12 +5,12 @@
 #include <cmdgraph/command.hpp>
 #include <cmdgraph/detail/parallel_for.hpp>
 #include <cmdgraph/detail/specs.hpp>
+#include <cmdgraph/detail/views.hpp>
 #include <cmdgraph/event.hpp>
 #include <cmdgraph/memory.hpp>
 
 #include <concepts>
 #include <cstddef>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,20 +25,6 @@ class CommandBuffer;
 
 namespace detail {
 class Recording;
-
-template <class T>
-View<T> to_view(const View<T>& v) noexcept { return v; }
-template <class T>
-View<T> to_view(const OwnedMemory<T>& m) noexcept { return m.view(); }
-
-/// The element type of anything to_view accepts.
-template <class T>
-struct ViewElement;
-template <class T>
-struct ViewElement<View<T>> { using type = T; };
-
-template <class X>
-using element_of = typename ViewElement<decltype(to_view(std::declval<const X&>()))>::type;
 
 template <class F>
 class HostTaskOf final : public HostTask {
@@ -58,15 +44,6 @@ class CaptureTaskOf final : public CaptureTask {
   F f_;
 };
 
-template <class P>
-KernelParam kernel_param(const P& value) noexcept {
-  return {&value, static_cast<std::uint32_t>(sizeof(P)), static_cast<std::uint32_t>(alignof(P))};
-}
-
-template <class... P, std::size_t... I>
-void fill_params(const std::tuple<P...>& values, KernelParam* out, std::index_sequence<I...>) {
-  ((out[I] = kernel_param(std::get<I>(values))), ...);
-}
 }  // namespace detail
 
 /// A recording of commands and the edges between them (Vulkan's VkCommandBuffer).
@@ -119,26 +96,14 @@ class CommandBuffer {
 
   /// Copies `count` elements from `src` to `dst` (any mix of host, pinned and device memory).
   template <class Dst, class Src>
-  auto copy(const Dst& dst, const Src& src, std::size_t count) {
-    using T = detail::element_of<Dst>;
-    static_assert(std::is_same_v<std::remove_const_t<T>, T>, "copy destination is const");
-    static_assert(std::is_same_v<std::remove_const_t<detail::element_of<Src>>, T>,
-                  "copy between different element types");
-    return CopyCommand<T>(add_copy({detail::memory_range(detail::to_view(dst), count),
-                                    detail::memory_range(detail::to_view(src), count)}));
+  CopyCommand<detail::element_of<Dst>> copy(const Dst& dst, const Src& src, std::size_t count) {
+    return CopyCommand<detail::element_of<Dst>>(add_copy(detail::copy_spec(dst, src, count)));
   }
 
   /// Sets `count` elements of `dst` to `value`; the element must be 1, 2 or 4 bytes.
   template <class Dst, class V>
-  auto fill(const Dst& dst, const V& value, std::size_t count) {
-    using T = detail::element_of<Dst>;
-    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4,
-                  "fill takes 1, 2 or 4-byte elements (CUDA memset node widths)");
-    const T converted = static_cast<T>(value);
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &converted, sizeof(T));
-    return FillCommand<T>(
-        add_fill({detail::memory_range(detail::to_view(dst), count), bits, sizeof(T)}));
+  FillCommand<detail::element_of<Dst>> fill(const Dst& dst, const V& value, std::size_t count) {
+    return FillCommand<detail::element_of<Dst>>(add_fill(detail::fill_spec(dst, value, count)));
   }
 
   /// Runs `f()` on the host. On CUDA backends it runs on CUDA's callback thread and must not

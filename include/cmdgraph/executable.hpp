@@ -2,12 +2,16 @@
 #pragma once
 
 #include <cmdgraph/command.hpp>
+#include <cmdgraph/detail/specs.hpp>
+#include <cmdgraph/detail/views.hpp>
 #include <cmdgraph/device.hpp>
 #include <cmdgraph/fence.hpp>
 
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <type_traits>
 
 namespace cmdgraph {
 
@@ -43,6 +47,18 @@ struct ExecutableStats {
   double plan_ms = 0, lower_ms = 0, instantiate_ms = 0;
 };
 
+/// How update(CommandBuffer&) may proceed when the new recording differs in structure.
+struct UpdateOptions {
+  /// Re-instantiate when an in-place update is impossible, instead of throwing.
+  bool reinstantiate_if_needed = false;
+};
+
+/// What update(CommandBuffer&) did.
+struct UpdateResult {
+  bool reinstantiated = false;  ///< true: the executable was rebuilt rather than updated in place
+  std::string reason;           ///< why it was rebuilt (empty when updated in place)
+};
+
 namespace detail {
 class ExecutableImpl;
 }
@@ -73,8 +89,63 @@ class Executable {
   Executable clone() const;
   explicit operator bool() const noexcept { return impl_ != nullptr; }
 
+  // Updates in place. Each changes the values the following launches use; a launch already in
+  // flight keeps the values it started with. The handle must come from the command buffer
+  // this executable was compiled from (or last updated with); commands of executed
+  // (secondary) buffers keep their recorded values.
+
+  /// New arguments for a kernel launch, converted as launch() converted them.
+  template <class... P, class... A>
+    requires(sizeof...(P) == sizeof...(A) && (std::is_convertible_v<A, P> && ...))
+  void update(const KernelCommand<P...>& command, A&&... args) {
+    const std::tuple<P...> values(static_cast<P>(std::forward<A>(args))...);
+    detail::KernelParam params[sizeof...(P) + 1] = {};
+    detail::fill_params(values, params, std::index_sequence_for<P...>{});
+    update_kernel_arguments(command.ref(), params, sizeof...(P));
+  }
+  /// New grid, block and shared memory for a kernel launch.
+  template <class... P>
+  void update(const KernelCommand<P...>& command, const LaunchConfig& config) {
+    update_launch_config(command.ref(), config);
+  }
+  /// A new functor (and optionally a new range) for a parallel_for.
+  template <class F>
+  void update(const ParallelForCommand<F>& command, const F& functor) {
+    update_parallel_for(command.ref(), detail::kernel_param(functor), nullptr);
+  }
+  template <class F>
+  void update(const ParallelForCommand<F>& command, std::size_t n, const F& functor) {
+    update_parallel_for(command.ref(), detail::kernel_param(functor), &n);
+  }
+  /// New source, destination and count for a copy.
+  template <class T, class Dst, class Src>
+  void update(const CopyCommand<T>& command, const Dst& dst, const Src& src, std::size_t count) {
+    static_assert(std::is_same_v<detail::element_of<Dst>, T>, "copy element type changed");
+    update_copy(command.ref(), detail::copy_spec(dst, src, count));
+  }
+  /// New destination, value and count for a fill.
+  template <class T, class Dst, class V>
+  void update(const FillCommand<T>& command, const Dst& dst, const V& value, std::size_t count) {
+    static_assert(std::is_same_v<detail::element_of<Dst>, T>, "fill element type changed");
+    update_fill(command.ref(), detail::fill_spec(dst, value, count));
+  }
+  /// Takes every value of `rerecorded`, a new recording of the same structure (same commands
+  /// in the same order, same kernels, same edges), in place: on the CUDA graph backend through
+  /// cudaGraphExecUpdate. A different structure throws Error(update_refused) naming the first
+  /// differing command (with CUDA's reason where CUDA refused) unless
+  /// options.reinstantiate_if_needed. Seals `rerecorded`; later handle-based updates take its
+  /// handles.
+  UpdateResult update(CommandBuffer& rerecorded, const UpdateOptions& options = {});
+
  private:
   detail::ExecutableImpl& impl() const;
+  void update_kernel_arguments(detail::CommandRef command, const detail::KernelParam* params,
+                               std::size_t count);
+  void update_launch_config(detail::CommandRef command, const LaunchConfig& config);
+  void update_parallel_for(detail::CommandRef command, const detail::KernelParam& functor,
+                           const std::size_t* count);
+  void update_copy(detail::CommandRef command, const detail::CopySpec& spec);
+  void update_fill(detail::CommandRef command, const detail::FillSpec& spec);
   std::unique_ptr<detail::ExecutableImpl> impl_;
 };
 

@@ -8,6 +8,20 @@
 namespace cmdgraph {
 namespace detail {
 
+EventState::EventState(Device device, bool timing) : device_(device), timing_(timing) {
+#if CMDGRAPH_HAVE_CUDA
+  if (device.is_cuda()) native_ = cuda::create_event(device.ordinal(), timing);
+#endif
+}
+
+NativeEvent EventState::native() const noexcept {
+#if CMDGRAPH_HAVE_CUDA
+  return native_.get();
+#else
+  return nullptr;
+#endif
+}
+
 std::uint64_t EventState::begin_record() {
   std::lock_guard lock(mutex_);
   return ++begun_;
@@ -35,7 +49,7 @@ bool EventState::recorded_or_defer(std::function<void()> fn) {
 
 }  // namespace detail
 
-Event::Event(Device device) : state_(std::make_shared<detail::EventState>(device)) {}
+Event::Event(Device device) : state_(std::make_shared<detail::EventState>(device, false)) {}
 
 Device Event::device() const noexcept { return state_ ? state_->device() : Device::host(); }
 

@@ -1,8 +1,14 @@
-// EventState: what an Event is on its device. On the host device, a generation counter: a
-// wait is satisfied once the most recent record begun before it has finished.
+// EventState: what an Event is on its device. On a CUDA device, a cudaEvent_t. On the host
+// device, a generation counter: a wait is satisfied once the most recent record begun before
+// it has finished.
 #pragma once
 
+#include <cmdgraph/detail/native.hpp>
 #include <cmdgraph/device.hpp>
+
+#if CMDGRAPH_HAVE_CUDA
+#include "cuda/handles.hpp"
+#endif
 
 #include <cstdint>
 #include <functional>
@@ -14,8 +20,11 @@ namespace cmdgraph::detail {
 
 class EventState {
  public:
-  explicit EventState(Device device) : device_(device) {}
+  EventState(Device device, bool timing);
   Device device() const noexcept { return device_; }
+  bool timing() const noexcept { return timing_; }
+  /// The CUDA event (null on the host device).
+  NativeEvent native() const noexcept;
 
   /// A record that will finish later (e.g. queued behind other work); returns its generation.
   std::uint64_t begin_record();
@@ -28,6 +37,10 @@ class EventState {
 
  private:
   Device device_;
+  bool timing_;
+#if CMDGRAPH_HAVE_CUDA
+  cuda::Event native_;
+#endif
   std::mutex mutex_;
   std::uint64_t begun_ = 0;
   std::uint64_t finished_ = 0;

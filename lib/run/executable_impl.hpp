@@ -2,6 +2,7 @@
 #pragma once
 
 #include "plan/plan.hpp"
+#include "record/argument_store.hpp"
 
 #include <cmdgraph/executable.hpp>
 #include <cmdgraph/fence.hpp>
@@ -23,12 +24,26 @@ class ExecutableImpl {
   virtual Fence launch(QueueState& queue) = 0;
   virtual std::unique_ptr<ExecutableImpl> clone() const = 0;
 
+  /// The values update() writes into; launches from now on use them, a launch in flight
+  /// keeps the values it started with.
+  virtual ArgumentStore& arguments_for_update() = 0;
+  /// Makes the values of root command `c`, already written, take effect.
+  virtual void apply_update(std::uint32_t c) = 0;
+  /// Throws, naming root command `c`, unless this executable's device can reach `r`.
+  virtual void check_memory(std::uint32_t c, const MemoryRange& r) const = 0;
+  /// Takes a re-recorded plan (already validated) in place, or rebuilds when allowed.
+  virtual UpdateResult update_from(std::shared_ptr<const Plan> plan,
+                                   const UpdateOptions& options) = 0;
+
   const Plan& plan() const noexcept { return *plan_; }
   const std::shared_ptr<const Plan>& shared_plan() const noexcept { return plan_; }
   Device device() const noexcept { return device_; }
   const std::string& name() const noexcept { return plan_->recording->name(); }
   const ExecutableStats& stats() const noexcept { return stats_; }
   ExecutableStats& stats() noexcept { return stats_; }
+
+ protected:
+  void replace_plan(std::shared_ptr<const Plan> plan) noexcept { plan_ = std::move(plan); }
 
  private:
   std::shared_ptr<const Plan> plan_;

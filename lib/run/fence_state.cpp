@@ -1,7 +1,11 @@
-// FenceState and the public Fence over it.
+// FenceState in both modes, and the public Fence over it.
 #include "run/fence_state.hpp"
 
+#include "run/fence_watcher.hpp"
+#include "run/poll.hpp"
+
 #include <cmdgraph/fence.hpp>
+
 
 namespace cmdgraph {
 namespace detail {
@@ -10,6 +14,7 @@ void FenceState::complete(std::exception_ptr error) {
   std::vector<std::function<void()>> continuations;
   {
     std::lock_guard lock(mutex_);
+    if (done_) return;
     done_ = true;
     error_ = std::move(error);
     continuations.swap(continuations_);
@@ -18,22 +23,38 @@ void FenceState::complete(std::exception_ptr error) {
   for (auto& fn : continuations) fn();
 }
 
-bool FenceState::done() const noexcept {
-  std::lock_guard lock(mutex_);
-  return done_;
+void FenceState::resolve() { complete(device_->error()); }
+
+bool FenceState::done() {
+  {
+    std::lock_guard lock(mutex_);
+    if (done_ || !device_) return done_;
+  }
+  if (!device_->query()) return false;
+  resolve();
+  return true;
 }
 
-void FenceState::wait() const {
+void FenceState::wait() {
+  if (device_) {
+    if (!done()) {
+      device_->synchronize();
+      resolve();
+    }
+    return;
+  }
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [&] { return done_; });
 }
 
-bool FenceState::wait_for(std::chrono::nanoseconds timeout) const {
+bool FenceState::wait_for(std::chrono::nanoseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (device_) return poll_until(deadline, [&] { return done(); });
   std::unique_lock lock(mutex_);
-  return cv_.wait_for(lock, timeout, [&] { return done_; });
+  return cv_.wait_until(lock, deadline, [&] { return done_; });
 }
 
-std::exception_ptr FenceState::error() const {
+std::exception_ptr FenceState::error() {
   std::lock_guard lock(mutex_);
   return error_;
 }
@@ -43,6 +64,10 @@ void FenceState::on_complete(std::function<void()> fn) {
     std::lock_guard lock(mutex_);
     if (!done_) {
       continuations_.push_back(std::move(fn));
+      if (device_ && continuations_.size() == 1) {
+        // The first continuation of device work: have the watcher look for its end.
+        FenceWatcher::instance().watch(shared_from_this());
+      }
       return;
     }
   }
@@ -64,6 +89,12 @@ bool Fence::wait_for(std::chrono::nanoseconds timeout) const {
   return true;
 }
 
-bool Fence::ready() const noexcept { return !state_ || state_->done(); }
+bool Fence::ready() const noexcept {
+  try {
+    return !state_ || state_->done();
+  } catch (...) {
+    return true;  // a fence whose device query fails has finished, with an error
+  }
+}
 
 }  // namespace cmdgraph

@@ -1,7 +1,15 @@
 // QueueState's host lane, and the public Queue.
 #include "run/queue_state.hpp"
 
+#include "run/fence_state.hpp"
+#include "run/poll.hpp"
 #include "run/thread_pool.hpp"
+
+#if CMDGRAPH_HAVE_CUDA
+#include "cuda/check.hpp"
+#include "cuda/runtime.hpp"
+#endif
+
 
 #include <cmdgraph/error.hpp>
 
@@ -10,11 +18,66 @@
 namespace cmdgraph {
 namespace detail {
 
-QueueState::QueueState(Device device, Priority priority) : device_(device), priority_(priority) {}
+namespace {
+#if CMDGRAPH_HAVE_CUDA
+// Low is the device's least urgent priority, high its most urgent, normal half way.
+int stream_priority(int device, Priority priority) {
+  const auto [least, greatest] = cuda::priority_range(device);
+  switch (priority) {
+    case Priority::low: return least;
+    case Priority::high: return greatest;
+    case Priority::normal: break;
+  }
+  return (least + greatest) / 2;
+}
+#endif
+}  // namespace
+
+QueueState::QueueState(Device device, Priority priority) : device_(device), priority_(priority) {
+#if CMDGRAPH_HAVE_CUDA
+  if (device.is_cuda()) {
+    native_priority_ = stream_priority(device.ordinal(), priority);
+    stream_ = cuda::create_stream(device.ordinal(), native_priority_);
+  }
+#endif
+}
 
 QueueState::~QueueState() {
+#if CMDGRAPH_HAVE_CUDA
+  if (stream_) (void)cuda::try_call([&] { return cudaStreamSynchronize(stream_.get()); });
+#endif
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [&] { return !running_; });
+}
+
+NativeStream QueueState::stream() const noexcept {
+#if CMDGRAPH_HAVE_CUDA
+  return stream_.get();
+#else
+  return nullptr;
+#endif
+}
+
+void QueueState::track(std::shared_ptr<FenceState> fence) {
+  std::lock_guard lock(mutex_);
+  // Bound the list between waits: finished launches without errors need no reporting.
+  if (tracked_.size() >= 1024) {
+    std::erase_if(tracked_, [](const auto& f) { return f->done() && !f->error(); });
+  }
+  tracked_.push_back(std::move(fence));
+}
+
+std::exception_ptr QueueState::take_device_error() {
+  std::vector<std::shared_ptr<FenceState>> fences;
+  {
+    std::lock_guard lock(mutex_);
+    fences.swap(tracked_);
+  }
+  for (auto& f : fences) {
+    f->wait();
+    if (auto e = f->error()) return e;
+  }
+  return nullptr;
 }
 
 void QueueState::submit(Job job) {
@@ -61,12 +124,30 @@ void QueueState::rethrow_pending_error(std::unique_lock<std::mutex>& lock) {
 }
 
 void QueueState::wait() {
+#if CMDGRAPH_HAVE_CUDA
+  if (stream_) {
+    const cudaError_t status = cuda::try_call([&] { return cudaStreamSynchronize(stream_.get()); });
+    if (auto e = take_device_error()) std::rethrow_exception(e);
+    if (status != cudaSuccess) cuda::fail(status, "cudaStreamSynchronize", {});
+    return;
+  }
+#endif
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [&] { return !running_; });
   rethrow_pending_error(lock);
 }
 
 bool QueueState::wait_for(std::chrono::nanoseconds timeout) {
+#if CMDGRAPH_HAVE_CUDA
+  if (stream_) {
+    const bool idle = poll_until(std::chrono::steady_clock::now() + timeout, [&] {
+      return cuda::try_call([&] { return cudaStreamQuery(stream_.get()); }) != cudaErrorNotReady;
+    });
+    if (!idle) return false;
+    wait();
+    return true;
+  }
+#endif
   std::unique_lock lock(mutex_);
   if (!idle_.wait_for(lock, timeout, [&] { return !running_; })) return false;
   rethrow_pending_error(lock);
@@ -89,6 +170,6 @@ detail::QueueState& Queue::state() const {
 Device Queue::device() const noexcept { return state_ ? state_->device() : Device::host(); }
 void Queue::wait() { state().wait(); }
 bool Queue::wait_for(std::chrono::nanoseconds timeout) { return state().wait_for(timeout); }
-NativeStream Queue::native_handle() const noexcept { return nullptr; }
+NativeStream Queue::native_handle() const noexcept { return state_ ? state_->stream() : nullptr; }
 
 }  // namespace cmdgraph

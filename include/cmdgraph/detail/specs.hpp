@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
+#include <utility>
 
 namespace cmdgraph::detail {
 
@@ -68,6 +70,17 @@ class CaptureTask {
   virtual ~CaptureTask() = default;
   virtual void run(NativeStream stream) = 0;
 };
+
+template <class P>
+KernelParam kernel_param(const P& value) noexcept {
+  return {&value, static_cast<std::uint32_t>(sizeof(P)), static_cast<std::uint32_t>(alignof(P))};
+}
+
+/// Fills out[i] with a KernelParam for each converted argument in `values`.
+template <class... P, std::size_t... I>
+void fill_params(const std::tuple<P...>& values, KernelParam* out, std::index_sequence<I...>) {
+  ((out[I] = kernel_param(std::get<I>(values))), ...);
+}
 
 template <class T>
 MemoryRange memory_range(const View<T>& v, std::size_t count) noexcept {

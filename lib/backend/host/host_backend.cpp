@@ -2,6 +2,7 @@
 #include "backend/host/host_backend.hpp"
 
 #include "backend/host/host_launch.hpp"
+#include "plan/compare.hpp"
 #include "run/event_state.hpp"
 #include "run/queue_state.hpp"
 
@@ -67,12 +68,20 @@ void check_runs_on_host(const Plan& plan) {
   }
 }
 
+std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan) {
+  check_runs_on_host(*plan);
+  auto program = std::make_shared<HostProgram>();
+  program->flat = flatten(*plan);
+  program->plan = std::move(plan);
+  return program;
+}
+
 class HostExecutable final : public ExecutableImpl {
  public:
   HostExecutable(std::shared_ptr<const HostProgram> program, ExecutableStats stats)
       : ExecutableImpl(program->plan, Device::host(), std::move(stats)),
         program_(std::move(program)),
-        arguments_(std::make_shared<const ArgumentStore>(program_->plan->recording->arguments())) {}
+        arguments_(std::make_shared<ArgumentStore>(program_->plan->recording->arguments())) {}
 
   Fence launch(QueueState& queue) override {
     auto fence = std::make_shared<FenceState>();
@@ -80,8 +89,8 @@ class HostExecutable final : public ExecutableImpl {
     // they chain, so no queued launch ever waits for one queued behind it.
     std::lock_guard lock(mutex_);
     std::shared_ptr<FenceState> previous = std::exchange(last_, fence);
-    queue.submit([program = program_, arguments = arguments_, fence,
-                  previous](QueueState::Done done) {
+    queue.submit([program = program_, arguments = std::shared_ptr<const ArgumentStore>(arguments_),
+                  fence, previous](QueueState::Done done) {
       auto go = [program, arguments, fence, done] {
         std::make_shared<HostLaunch>(program, arguments, fence, done)->start();
       };
@@ -97,16 +106,44 @@ class HostExecutable final : public ExecutableImpl {
   std::unique_ptr<ExecutableImpl> clone() const override {
     auto copy = std::make_unique<HostExecutable>(program_, stats());
     std::lock_guard lock(mutex_);
-    copy->arguments_ = std::make_shared<const ArgumentStore>(*arguments_);
+    copy->arguments_ = std::make_shared<ArgumentStore>(*arguments_);
     return copy;
+  }
+
+  ArgumentStore& arguments_for_update() override {
+    // Copy on write: launches in flight hold the store they started with.
+    std::lock_guard lock(mutex_);
+    if (arguments_.use_count() > 1) arguments_ = std::make_shared<ArgumentStore>(*arguments_);
+    return *arguments_;
+  }
+
+  void apply_update(std::uint32_t) override {}  // launches read the arguments when they run
+
+  void check_memory(std::uint32_t c, const MemoryRange& r) const override {
+    detail::check_memory(plan(), c, r);
+  }
+
+  UpdateResult update_from(std::shared_ptr<const Plan> plan,
+                           const UpdateOptions& options) override {
+    const Difference difference = structural_difference(this->plan(), *plan);
+    if (difference && !options.reinstantiate_if_needed) {
+      throw Error(errc::update_refused, "executable '" + name() + "' cannot take the update in place: " +
+                                            difference.what,
+                  {difference.command});
+    }
+    auto program = make_program(plan);
+    auto arguments = std::make_shared<ArgumentStore>(plan->recording->arguments());
+    std::lock_guard lock(mutex_);
+    program_ = std::move(program);
+    arguments_ = std::move(arguments);
+    replace_plan(std::move(plan));
+    return {static_cast<bool>(difference), difference.what};
   }
 
  private:
   std::shared_ptr<const HostProgram> program_;
   mutable std::mutex mutex_;
-  // Replaced, never modified in place, so a launch in flight keeps the arguments it started
-  // with.
-  std::shared_ptr<const ArgumentStore> arguments_;
+  std::shared_ptr<ArgumentStore> arguments_;
   std::shared_ptr<FenceState> last_;
 };
 
@@ -114,12 +151,8 @@ class HostExecutable final : public ExecutableImpl {
 
 std::unique_ptr<ExecutableImpl> lower_to_host(std::shared_ptr<const Plan> plan,
                                               ExecutableStats stats) {
-  check_runs_on_host(*plan);
-  auto program = std::make_shared<HostProgram>();
-  program->flat = flatten(*plan);
-  program->plan = std::move(plan);
   stats.backend = Backend::host;
-  return std::make_unique<HostExecutable>(std::move(program), std::move(stats));
+  return std::make_unique<HostExecutable>(make_program(std::move(plan)), std::move(stats));
 }
 
 }  // namespace cmdgraph::detail

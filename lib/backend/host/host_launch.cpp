@@ -1,6 +1,7 @@
 // HostLaunch: dependency counting, task execution per command kind, error capture.
 #include "backend/host/host_launch.hpp"
 
+#include "error/task_failure.hpp"
 #include "run/event_state.hpp"
 #include "run/thread_pool.hpp"
 
@@ -183,24 +184,9 @@ std::uint32_t HostLaunch::complete(std::uint32_t task, bool failed) {
 }
 
 void HostLaunch::fail(std::uint32_t task, const char* what_ran) {
-  const std::string name = task_name(program_->flat.tasks[task]);
-  std::string detail = "an exception that is not a std::exception";
-  try {
-    throw;
-  } catch (const std::exception& e) {
-    detail = e.what();
-  } catch (...) {
-  }
-  std::exception_ptr wrapped;
-  try {
-    std::throw_with_nested(Error(errc::host_task_failed,
-                                 std::string(what_ran) + " '" + name + "' threw: " + detail,
-                                 {name}));
-  } catch (...) {
-    wrapped = std::current_exception();
-  }
+  std::exception_ptr error = task_failure(what_ran, task_name(program_->flat.tasks[task]));
   std::lock_guard lock(error_mutex_);
-  if (!error_) error_ = wrapped;
+  if (!error_) error_ = std::move(error);
 }
 
 void HostLaunch::finish() {

@@ -1,0 +1,139 @@
+// Device checks, kernel launch parameters (parallel_for sized by occupancy), fault suspects.
+#include "backend/cuda_common/device_commands.hpp"
+
+#include "cuda/check.hpp"
+#include "run/event_state.hpp"
+
+#include <cmdgraph/error.hpp>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+namespace cmdgraph::detail {
+namespace {
+
+[[noreturn]] void refuse(const Plan& plan, std::uint32_t c, errc code, const std::string& why) {
+  const std::string name = plan.recording->qualified_name(c);
+  throw Error(code, "command '" + name + "' cannot run on this CUDA device: " + why, {name});
+}
+
+// Threads per block for parallel_for: a multiple of the warp that suits simple loops.
+constexpr unsigned parallel_for_block = 256;
+
+// Resident blocks of `kernel` per device, so a grid-stride parallel_for fills the GPU once
+// and no more. Cached: occupancy queries cost microseconds.
+unsigned resident_blocks(const void* kernel, int device) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, unsigned> cache;
+  std::lock_guard lock(mutex);
+  const auto key = std::make_pair(kernel, device);
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  int per_sm = 0, sms = 0;
+  CMDGRAPH_CUDA({}, cudaOccupancyMaxActiveBlocksPerMultiprocessor, &per_sm, kernel,
+                static_cast<int>(parallel_for_block), std::size_t{0});
+  CMDGRAPH_CUDA({}, cudaDeviceGetAttribute, &sms, cudaDevAttrMultiProcessorCount, device);
+  const unsigned blocks = static_cast<unsigned>(std::max(1, per_sm * sms));
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
+void collect_device_code(const Plan& plan, std::vector<std::string>& out) {
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    switch (plan.command(c).kind) {
+      case CommandKind::kernel:
+      case CommandKind::parallel_for:
+      case CommandKind::capture: out.push_back(plan.recording->qualified_name(c)); break;
+      case CommandKind::nested: collect_device_code(*plan.nested[c], out); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device) {
+  if (r.space == MemorySpace::device && r.device != device) {
+    refuse(plan, c, errc::device_mismatch,
+           "it touches memory of cuda:" + std::to_string(r.device) + " but runs on cuda:" +
+               std::to_string(device) + " (one executable runs on one device)");
+  }
+}
+
+void check_runs_on_device(const Plan& plan, const ArgumentStore& args, int device) {
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    const RecordedCommand& cmd = plan.command(c);
+    switch (cmd.kind) {
+      case CommandKind::parallel_for:
+        if (!std::get<ParallelForPayload>(cmd.payload).device_kernel) {
+          refuse(plan, c, errc::unsupported,
+                 "its functor has no device version (record it in a translation unit compiled "
+                 "by nvcc, with a __host__ __device__ call operator)");
+        }
+        break;
+      case CommandKind::copy: {
+        const auto& cp = args.get<CopySpec>(std::get<CopyPayload>(cmd.payload).spec);
+        check_device_memory(plan, c, cp.dst, device);
+        check_device_memory(plan, c, cp.src, device);
+        break;
+      }
+      case CommandKind::fill:
+        check_device_memory(plan, c, args.get<FillSpec>(std::get<FillPayload>(cmd.payload).spec).dst,
+                            device);
+        break;
+      case CommandKind::event_record:
+      case CommandKind::event_wait: {
+        const Device d = std::get<EventPayload>(cmd.payload).event->device();
+        if (!d.is_cuda() || d.ordinal() != device) {
+          refuse(plan, c, errc::device_mismatch, "its event belongs to " + d.name());
+        }
+        break;
+      }
+      case CommandKind::nested:
+        check_runs_on_device(*plan.nested[c], plan.nested[c]->recording->arguments(), device);
+        break;
+      default: break;
+    }
+  }
+}
+
+KernelLaunch kernel_launch(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
+                           int device) {
+  KernelLaunch k;
+  const RecordedCommand& cmd = plan.command(c);
+  if (const auto* kp = std::get_if<KernelPayload>(&cmd.payload)) {
+    const auto& config = args.get<LaunchConfig>(kp->config);
+    k.function = kp->function;
+    k.grid = dim3(config.grid.x, config.grid.y, config.grid.z);
+    k.block = dim3(config.block.x, config.block.y, config.block.z);
+    k.shared_bytes = static_cast<unsigned>(config.shared_bytes);
+    for (std::uint32_t i = 0; i < kp->param_count; ++i) k.params.push_back(args.data(kp->first_param + i));
+    return k;
+  }
+  const auto& pf = std::get<ParallelForPayload>(cmd.payload);
+  const std::size_t n = args.get<std::size_t>(pf.count());
+  const std::size_t needed = (n + parallel_for_block - 1) / parallel_for_block;
+  k.function = pf.device_kernel;
+  k.block = dim3(parallel_for_block);
+  k.grid = dim3(static_cast<unsigned>(
+      std::min<std::size_t>(needed, resident_blocks(pf.device_kernel, device))));
+  k.params = {args.data(pf.functor), args.data(pf.count())};
+  return k;
+}
+
+std::vector<std::string> device_code_commands(const Plan& plan) {
+  std::vector<std::string> out;
+  collect_device_code(plan, out);
+  return out;
+}
+
+std::uint32_t count_host_tasks(const Plan& plan) {
+  std::uint32_t n = 0;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (plan.command(c).kind == CommandKind::host) ++n;
+    if (plan.nested[c]) n += count_host_tasks(*plan.nested[c]);
+  }
+  return n;
+}
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,61 @@
+// Host tasks on CUDA backends: each runs on CUDA's callback thread through a trampoline that
+// catches its exception and files it under the launch it belongs to, for that launch's fence.
+#pragma once
+
+#include "record/recording.hpp"
+
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace cmdgraph::detail {
+
+/// Errors of host tasks, by launch. Launches of one executable are serialized and each runs
+/// every host task exactly once, so the k-th execution of any task belongs to launch
+/// k / tasks_per_launch.
+class HostErrors {
+ public:
+  explicit HostErrors(std::uint32_t tasks_per_launch) : per_launch_(tasks_per_launch) {}
+  /// Called as a task starts: the launch it belongs to.
+  std::uint64_t enter() noexcept {
+    return executions_.fetch_add(1, std::memory_order_relaxed) / per_launch_;
+  }
+  void record(std::uint64_t launch, std::exception_ptr error);
+  /// The first error of `launch`, kept for later takers.
+  std::exception_ptr find(std::uint64_t launch);
+  /// Forgets the errors of launches before `launch` (their fences have all been released).
+  void forget_before(std::uint64_t launch);
+
+ private:
+  std::uint32_t per_launch_;
+  std::atomic<std::uint64_t> executions_{0};
+  std::mutex mutex_;
+  std::map<std::uint64_t, std::exception_ptr> errors_;
+};
+
+/// One host task as CUDA sees it: the userData of a host node or cudaLaunchHostFunc.
+struct HostCallback {
+  std::shared_ptr<HostTask> task;
+  std::string name;
+  HostErrors* errors;
+};
+
+/// The trampoline, with CUDA's host function signature.
+void run_host_callback(void* callback);
+
+/// Owns the callbacks of one lowering; their addresses are baked into graphs and streams, so
+/// they never move.
+class HostCallbacks {
+ public:
+  HostCallback* add(std::shared_ptr<HostTask> task, std::string name, HostErrors* errors);
+  std::size_t size() const noexcept { return callbacks_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<HostCallback>> callbacks_;
+};
+
+}  // namespace cmdgraph::detail
