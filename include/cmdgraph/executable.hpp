@@ -44,6 +44,8 @@ struct ExecutableStats {
   std::size_t levels = 0;          ///< length of the longest chain, in commands
   std::size_t streams = 0;         ///< CUDA streams used (streams backend)
   std::size_t events = 0;          ///< CUDA events used (streams backend)
+  std::size_t event_waits = 0;     ///< stream waits per launch (streams backend)
+  std::size_t cross_stream_edges = 0;  ///< reduced edges between different streams
   double plan_ms = 0, lower_ms = 0, instantiate_ms = 0;
 };
 

@@ -1,5 +1,10 @@
 // compile(): drives the stages, record -> plan -> backend, and times each.
 #include "backend/host/host_backend.hpp"
+#if CMDGRAPH_HAVE_CUDA
+#include "backend/cuda_graph/graph_backend.hpp"
+#include "backend/streams/streams_backend.hpp"
+#include "cuda/handles.hpp"
+#endif
 #include "plan/plan.hpp"
 #include "record/recording.hpp"
 
@@ -33,7 +38,31 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
     throw Error(errc::device_mismatch, "the host backend runs on Device::host(), not on " +
                                            device.name());
   }
+#if CMDGRAPH_HAVE_CUDA
+  const detail::cuda::ScopedDevice on(device.ordinal());
+  switch (options.backend) {
+    case Backend::streams:
+      stats.backend_reason = "requested";
+      return detail::lower_to_streams(std::move(plan), device, options.max_streams, std::move(stats));
+    case Backend::cuda_graph:
+      stats.backend_reason = "requested";
+      return detail::lower_to_cuda_graph(std::move(plan), device, std::move(stats));
+    default:
+      break;
+  }
+  // Automatic: a graph, unless a command cannot become a graph node; then streams, which run
+  // it at each launch instead.
+  try {
+    stats.backend_reason = "CUDA device: one graph launch per run";
+    return detail::lower_to_cuda_graph(plan, device, stats);
+  } catch (const Error& e) {
+    if (e.code() != errc::unsupported) throw;
+    stats.backend_reason = std::string("streams, because ") + e.what();
+    return detail::lower_to_streams(std::move(plan), device, options.max_streams, std::move(stats));
+  }
+#else
   throw Error(errc::unsupported, "this build of cmdgraph has no CUDA backends");
+#endif
 }
 
 }  // namespace

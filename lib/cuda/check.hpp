@@ -12,6 +12,9 @@
 
 namespace cmdgraph::detail::cuda {
 
+/// For calls that serve no single command (a whole launch, a device query).
+inline constexpr std::string_view no_command{};
+
 /// Throws Error(cuda_error, or out_of_memory) for a failed `status` of `call`, serving
 /// `command` (empty when it served no single command, e.g. a launch of the whole graph).
 [[noreturn]] void fail(cudaError_t status, const char* call, std::string_view command);

@@ -77,8 +77,8 @@ GraphExec adopt(cudaGraphExec_t exec) noexcept {
 }
 
 ScopedDevice::ScopedDevice(int device) : device_(device) {
-  CMDGRAPH_CUDA({}, cudaGetDevice, &previous_);
-  if (previous_ != device_) CMDGRAPH_CUDA({}, cudaSetDevice, device_);
+  CMDGRAPH_CUDA(no_command, cudaGetDevice, &previous_);
+  if (previous_ != device_) CMDGRAPH_CUDA(no_command, cudaSetDevice, device_);
 }
 
 ScopedDevice::~ScopedDevice() {

@@ -20,7 +20,7 @@ int device_count() noexcept {
 
 DeviceProperties properties(int device) {
   cudaDeviceProp prop{};
-  CMDGRAPH_CUDA({}, cudaGetDeviceProperties, &prop, device);
+  CMDGRAPH_CUDA(no_command, cudaGetDeviceProperties, &prop, device);
   DeviceProperties p;
   p.name = prop.name;
   p.multiprocessors = prop.multiProcessorCount;
@@ -34,14 +34,14 @@ DeviceProperties properties(int device) {
 std::pair<int, int> priority_range(int device) {
   const ScopedDevice on(device);
   int least = 0, greatest = 0;
-  CMDGRAPH_CUDA({}, cudaDeviceGetStreamPriorityRange, &least, &greatest);
+  CMDGRAPH_CUDA(no_command, cudaDeviceGetStreamPriorityRange, &least, &greatest);
   return {least, greatest};
 }
 
 void* allocate_device(int device, std::size_t bytes) {
   const ScopedDevice on(device);
   void* p = nullptr;
-  CMDGRAPH_CUDA({}, cudaMalloc, &p, bytes);
+  CMDGRAPH_CUDA(no_command, cudaMalloc, &p, bytes);
   counters::allocation_made(false);
   return p;
 }
@@ -58,7 +58,7 @@ void free_device(int device, void* p) noexcept {
 
 void* allocate_pinned(std::size_t bytes) {
   void* p = nullptr;
-  CMDGRAPH_CUDA({}, cudaMallocHost, &p, bytes);
+  CMDGRAPH_CUDA(no_command, cudaMallocHost, &p, bytes);
   counters::allocation_made(true);
   return p;
 }

@@ -30,9 +30,9 @@ unsigned resident_blocks(const void* kernel, int device) {
   const auto key = std::make_pair(kernel, device);
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   int per_sm = 0, sms = 0;
-  CMDGRAPH_CUDA({}, cudaOccupancyMaxActiveBlocksPerMultiprocessor, &per_sm, kernel,
+  CMDGRAPH_CUDA(cuda::no_command, cudaOccupancyMaxActiveBlocksPerMultiprocessor, &per_sm, kernel,
                 static_cast<int>(parallel_for_block), std::size_t{0});
-  CMDGRAPH_CUDA({}, cudaDeviceGetAttribute, &sms, cudaDevAttrMultiProcessorCount, device);
+  CMDGRAPH_CUDA(cuda::no_command, cudaDeviceGetAttribute, &sms, cudaDevAttrMultiProcessorCount, device);
   const unsigned blocks = static_cast<unsigned>(std::max(1, per_sm * sms));
   cache.emplace(key, blocks);
   return blocks;

@@ -84,7 +84,7 @@ std::shared_ptr<FenceState> fence_after_launch(cudaStream_t stream,
                                                std::shared_ptr<const LaunchContext> context,
                                                std::uint64_t launch) {
   cuda::Event event = context->events->take();
-  CMDGRAPH_CUDA({}, cudaEventRecord, event.get(), stream);
+  CMDGRAPH_CUDA(cuda::no_command, cudaEventRecord, event.get(), stream);
   return std::make_shared<FenceState>(
       std::make_unique<LaunchCompletion>(std::move(event), std::move(context), launch));
 }

@@ -1,0 +1,160 @@
+// GraphBuilder: node per command kind, child graphs for nesting and capture.
+#include "backend/cuda_graph/graph_builder.hpp"
+
+#include "cuda/check.hpp"
+#include "error/task_failure.hpp"
+#include "run/event_state.hpp"
+
+#include <cmdgraph/error.hpp>
+
+namespace cmdgraph::detail {
+
+std::string BuiltGraph::name_of(cudaGraphNode_t node) const {
+  const auto it = names.find(node);
+  return it == names.end() ? std::string() : it->second;
+}
+
+cudaKernelNodeParams kernel_node_params(KernelLaunch& launch) {
+  cudaKernelNodeParams p{};
+  p.func = const_cast<void*>(launch.function);
+  p.gridDim = launch.grid;
+  p.blockDim = launch.block;
+  p.sharedMemBytes = launch.shared_bytes;
+  p.kernelParams = launch.params.data();
+  p.extra = nullptr;
+  return p;
+}
+
+cudaMemsetParams memset_node_params(const FillSpec& fill) {
+  cudaMemsetParams p{};
+  p.dst = fill.dst.data;
+  p.value = fill.value;
+  p.elementSize = fill.element_size;
+  p.width = fill.dst.bytes / fill.element_size;
+  p.height = 1;
+  p.pitch = 0;
+  return p;
+}
+
+bool has_capture(const Plan& plan) {
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (plan.command(c).kind == CommandKind::capture) return true;
+    if (plan.nested[c] && has_capture(*plan.nested[c])) return true;
+  }
+  return false;
+}
+
+BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
+  BuiltGraph out;
+  out.graph = cuda::create_graph(plan.recording->name());
+  add_nodes(plan, args, out.graph.get(), out.nodes, out);
+  return out;
+}
+
+void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
+                             std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out) {
+  nodes.assign(plan.size(), nullptr);
+  std::vector<cudaGraphNode_t> deps;
+  for (std::uint32_t c : plan.order) {
+    deps.clear();
+    for (std::uint32_t p : plan.parents[c]) deps.push_back(nodes[p]);
+    nodes[c] = add_node(plan, c, args, graph, deps, out);
+    out.names.emplace(nodes[c], plan.recording->qualified_name(c));
+    ++out.node_count;
+  }
+}
+
+cudaGraphNode_t GraphBuilder::add_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
+                                       cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
+                                       BuiltGraph& out) {
+  const RecordedCommand& cmd = plan.command(c);
+  const std::string name = plan.recording->qualified_name(c);
+  cudaGraphNode_t node = nullptr;
+  switch (cmd.kind) {
+    case CommandKind::kernel:
+    case CommandKind::parallel_for: {
+      KernelLaunch launch = kernel_launch(plan, c, args, device_);
+      const cudaKernelNodeParams p = kernel_node_params(launch);
+      CMDGRAPH_CUDA(name, cudaGraphAddKernelNode, &node, graph, deps.data(), deps.size(), &p);
+      break;
+    }
+    case CommandKind::copy: {
+      const auto& cp = args.get<CopySpec>(std::get<CopyPayload>(cmd.payload).spec);
+      CMDGRAPH_CUDA(name, cudaGraphAddMemcpyNode1D, &node, graph, deps.data(), deps.size(),
+                    cp.dst.data, cp.src.data, cp.dst.bytes, cudaMemcpyDefault);
+      break;
+    }
+    case CommandKind::fill: {
+      const cudaMemsetParams p =
+          memset_node_params(args.get<FillSpec>(std::get<FillPayload>(cmd.payload).spec));
+      CMDGRAPH_CUDA(name, cudaGraphAddMemsetNode, &node, graph, deps.data(), deps.size(), &p);
+      break;
+    }
+    case CommandKind::host: {
+      cudaHostNodeParams p{};
+      p.fn = &run_host_callback;
+      p.userData = out.callbacks.add(std::get<HostPayload>(cmd.payload).task, name, errors_);
+      CMDGRAPH_CUDA(name, cudaGraphAddHostNode, &node, graph, deps.data(), deps.size(), &p);
+      break;
+    }
+    case CommandKind::event_record:
+      CMDGRAPH_CUDA(name, cudaGraphAddEventRecordNode, &node, graph, deps.data(), deps.size(),
+                    std::get<EventPayload>(cmd.payload).event->native());
+      break;
+    case CommandKind::event_wait:
+      CMDGRAPH_CUDA(name, cudaGraphAddEventWaitNode, &node, graph, deps.data(), deps.size(),
+                    std::get<EventPayload>(cmd.payload).event->native());
+      break;
+    case CommandKind::nested: {
+      const Plan& inner = *plan.nested[c];
+      cuda::Graph child = cuda::create_graph(name);
+      std::vector<cudaGraphNode_t> inner_nodes;
+      add_nodes(inner, inner.recording->arguments(), child.get(), inner_nodes, out);
+      // The child is cloned into the node; ours is destroyed at the end of this scope.
+      CMDGRAPH_CUDA(name, cudaGraphAddChildGraphNode, &node, graph, deps.data(), deps.size(),
+                    child.get());
+      break;
+    }
+    case CommandKind::capture: {
+      cuda::Graph child = capture(plan, c);
+      CMDGRAPH_CUDA(name, cudaGraphAddChildGraphNode, &node, graph, deps.data(), deps.size(),
+                    child.get());
+      break;
+    }
+    case CommandKind::barrier:
+      CMDGRAPH_CUDA(name, cudaGraphAddEmptyNode, &node, graph, deps.data(), deps.size());
+      break;
+  }
+  return node;
+}
+
+cuda::Graph GraphBuilder::capture(const Plan& plan, std::uint32_t c) {
+  const std::string name = plan.recording->qualified_name(c);
+  cuda::Graph child = cuda::create_graph(name);
+  // Thread-local mode: calls from this thread that are unsafe during capture are refused, and
+  // other threads are not disturbed.
+  CMDGRAPH_CUDA(name, cudaStreamBeginCaptureToGraph, capture_stream_, child.get(), nullptr,
+                nullptr, std::size_t{0}, cudaStreamCaptureModeThreadLocal);
+  std::exception_ptr thrown;
+  try {
+    std::get<CapturePayload>(plan.command(c).payload).task->run(capture_stream_);
+  } catch (...) {
+    thrown = task_failure("capture", name);
+  }
+  // Always end the capture, so the stream is usable again whatever happened inside.
+  cudaGraph_t captured = nullptr;
+  const cudaError_t ended =
+      cuda::try_call([&] { return cudaStreamEndCapture(capture_stream_, &captured); });
+  if (thrown) std::rethrow_exception(thrown);
+  if (ended != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw Error(errc::unsupported,
+                "command '" + name + "' cannot be captured into a graph: " +
+                    cudaGetErrorName(ended) + " (the callable made a call that stream capture "
+                    "forbids, such as a synchronization or an allocation)",
+                {name}, static_cast<int>(ended));
+  }
+  return child;
+}
+
+}  // namespace cmdgraph::detail

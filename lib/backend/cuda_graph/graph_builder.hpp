@@ -1,0 +1,57 @@
+// GraphBuilder: a plan as a cudaGraph_t through the explicit node API, one node per command,
+// edges from the plan's transitive reduction. Nested buffers and captures become child graphs.
+#pragma once
+
+#include "backend/cuda_common/device_commands.hpp"
+#include "backend/cuda_common/host_callbacks.hpp"
+#include "cuda/handles.hpp"
+#include "plan/plan.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace cmdgraph::detail {
+
+struct BuiltGraph {
+  cuda::Graph graph;
+  std::vector<cudaGraphNode_t> nodes;                        // root command -> its node
+  std::unordered_map<cudaGraphNode_t, std::string> names;    // node -> command, for errors
+  HostCallbacks callbacks;                                   // userData of the host nodes
+  std::size_t node_count = 0;                                // nested graphs included
+
+  std::string name_of(cudaGraphNode_t node) const;
+};
+
+/// Builds graphs for one device. Captures run on `capture_stream` (created by the caller on
+/// that device, needed only when the plan has captures).
+class GraphBuilder {
+ public:
+  GraphBuilder(int device, HostErrors* errors, cudaStream_t capture_stream)
+      : device_(device), errors_(errors), capture_stream_(capture_stream) {}
+  /// The graph of `plan` with the values of `args` (the executable's own store).
+  BuiltGraph build(const Plan& plan, const ArgumentStore& args);
+
+ private:
+  void add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
+                 std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out);
+  cudaGraphNode_t add_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
+                           cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
+                           BuiltGraph& out);
+  cuda::Graph capture(const Plan& plan, std::uint32_t c);
+
+  int device_;
+  HostErrors* errors_;
+  cudaStream_t capture_stream_;
+};
+
+/// Node parameters shared by building and per-node updates.
+cudaKernelNodeParams kernel_node_params(KernelLaunch& launch);
+cudaMemsetParams memset_node_params(const FillSpec& fill);
+
+/// True when the plan (or a nested one) has a capture command.
+bool has_capture(const Plan& plan);
+
+}  // namespace cmdgraph::detail

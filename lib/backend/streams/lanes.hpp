@@ -1,0 +1,35 @@
+// Lane assignment for the streams backend: which stream runs each task, and which events
+// order tasks across streams. Pure scheduling, no CUDA: lane 0 is the submitting queue's own
+// stream, lanes 1.. are the executable's streams.
+#pragma once
+
+#include "plan/flat_plan.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace cmdgraph::detail {
+
+struct LaneSchedule {
+  std::uint32_t lanes = 1;                          // lanes used (lane 0 always counts)
+  std::vector<std::uint32_t> lane;                  // task -> lane
+  std::vector<std::uint32_t> order;                 // tasks in enqueue order (topological)
+  std::vector<std::vector<std::uint32_t>> waits;    // task -> tasks whose events it waits on
+  std::vector<std::uint8_t> fork_wait;              // task waits on the launch's fork event
+  std::vector<std::uint8_t> records;                // task records its event after running
+  std::vector<std::uint32_t> joins;                 // tasks lane 0 waits on at the end
+  std::uint32_t cross_edges = 0;                    // flat edges between different lanes
+
+  /// Events the schedule uses: one per recording task, plus the fork when any lane forks.
+  std::uint32_t event_count() const;
+  /// cudaStreamWaitEvent calls per launch: cross-lane waits, fork waits and joins.
+  std::uint32_t wait_count() const;
+};
+
+/// Assigns tasks to at most `max_lanes` lanes (at least 1). Chains of dependent tasks share a
+/// lane; the heaviest continuation (critical path) stays on its parent's lane; independent
+/// work opens new lanes while there are any, then goes to the lane free soonest. A cross-lane
+/// edge costs an event wait only when per-lane vector clocks do not already imply it.
+LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes);
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,232 @@
+// StreamsExecutable: lanes and events made once; each launch enqueues the whole schedule.
+#include "backend/streams/streams_backend.hpp"
+
+#include "backend/cuda_common/launch_fence.hpp"
+#include "backend/streams/lanes.hpp"
+#include "backend/streams/stream_tasks.hpp"
+#include "cuda/check.hpp"
+#include "error/task_failure.hpp"
+#include "plan/compare.hpp"
+#include "run/queue_state.hpp"
+
+#include <cmdgraph/error.hpp>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+namespace cmdgraph::detail {
+namespace {
+
+class StreamsExecutable final : public ExecutableImpl {
+ public:
+  StreamsExecutable(std::shared_ptr<const Plan> plan, Device device, unsigned max_streams,
+                    ExecutableStats stats, ArgumentStore args)
+      : ExecutableImpl(plan, device, std::move(stats)), max_streams_(max_streams) {
+    const cuda::ScopedDevice on(device.ordinal());
+    adopt(std::move(plan), std::move(args));
+    fork_ = cuda::create_event(device.ordinal(), false);
+    done_ = cuda::create_event(device.ordinal(), false);
+    auto& s = this->stats();
+    s.backend = Backend::streams;
+    s.streams = schedule_.lanes;
+    s.events = schedule_.event_count();
+    s.event_waits = schedule_.wait_count();
+    s.cross_stream_edges = schedule_.cross_edges;
+  }
+
+  ~StreamsExecutable() override {
+    if (last_) {
+      try {
+        last_->wait();  // host callbacks of a launch in flight point into this object
+      } catch (...) {
+      }
+    }
+  }
+
+  Fence launch(QueueState& queue) override {
+    const cuda::ScopedDevice on(device().ordinal());
+    std::lock_guard lock(mutex_);
+    const std::vector<cudaStream_t>& lanes = lanes_for(queue);
+    cudaStream_t main = lanes[0];
+    if (last_stream_ && last_stream_ != main) {
+      // The previous launch ran from another queue: start after it, as CUDA does for graphs.
+      CMDGRAPH_CUDA(name(), cudaEventRecord, done_.get(), last_stream_);
+      CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, main, done_.get(), 0u);
+    }
+    last_stream_ = main;
+    if (forks_) CMDGRAPH_CUDA(name(), cudaEventRecord, fork_.get(), main);
+    std::uint32_t current = 0;
+    try {
+      for (std::uint32_t t : schedule_.order) {
+        current = t;
+        cudaStream_t s = lanes[schedule_.lane[t]];
+        if (schedule_.fork_wait[t]) CMDGRAPH_CUDA(tasks_[t].name, cudaStreamWaitEvent, s, fork_.get(), 0u);
+        for (std::uint32_t p : schedule_.waits[t]) {
+          CMDGRAPH_CUDA(tasks_[t].name, cudaStreamWaitEvent, s, events_[p].get(), 0u);
+        }
+        enqueue(tasks_[t], s);
+        if (schedule_.records[t]) CMDGRAPH_CUDA(tasks_[t].name, cudaEventRecord, events_[t].get(), s);
+      }
+      for (std::uint32_t j : schedule_.joins) {
+        CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, main, events_[j].get(), 0u);
+      }
+    } catch (const Error&) {
+      join_everything(lanes);
+      throw;
+    } catch (...) {
+      join_everything(lanes);
+      std::rethrow_exception(task_failure("capture", tasks_[current].name));
+    }
+    last_ = fence_after_launch(main, context_, launches_++);
+    queue.track(last_);
+    release_retired();
+    return Fence(last_);
+  }
+
+  std::unique_ptr<ExecutableImpl> clone() const override {
+    return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_, stats(),
+                                               *arguments_);
+  }
+
+  ArgumentStore& arguments_for_update() override { return *arguments_; }
+
+  void apply_update(std::uint32_t c) override {
+    const CommandKind kind = plan().command(c).kind;
+    if (kind == CommandKind::kernel || kind == CommandKind::parallel_for) {
+      refresh_kernel(tasks_[flat_.root_task[c]], device().ordinal());
+    }  // copies and fills read their values as they are enqueued
+  }
+
+  void check_memory(std::uint32_t c, const MemoryRange& r) const override {
+    check_device_memory(plan(), c, r, device().ordinal());
+  }
+
+  UpdateResult update_from(std::shared_ptr<const Plan> plan,
+                           const UpdateOptions& options) override {
+    ArgumentStore args = plan->recording->arguments();
+    check_runs_on_device(*plan, args, device().ordinal());
+    const Difference difference = structural_difference(this->plan(), *plan);
+    if (difference && !options.reinstantiate_if_needed) {
+      throw Error(errc::update_refused, "executable '" + name() +
+                                            "' cannot take the update in place: " + difference.what,
+                  {difference.command});
+    }
+    const cuda::ScopedDevice on(device().ordinal());
+    std::lock_guard lock(mutex_);
+    adopt(std::move(plan), std::move(args));
+    return {static_cast<bool>(difference), difference.what};
+  }
+
+ private:
+  // Takes `plan` with `args`: schedule, per-task preparation, events. What launches in flight
+  // may still use (host callbacks) is kept until they finish.
+  void adopt(std::shared_ptr<const Plan> plan, ArgumentStore args) {
+    const int device = this->device().ordinal();
+    FlatPlan flat = flatten(*plan);
+    LaneSchedule schedule = assign_lanes(flat, max_streams_);
+    auto errors = std::make_shared<HostErrors>(std::max<std::uint32_t>(1, count_host_tasks(*plan)));
+    auto callbacks = std::make_shared<HostCallbacks>();
+    auto arguments = std::make_unique<ArgumentStore>(std::move(args));
+    std::vector<StreamTask> tasks = prepare_tasks(flat, *plan, *arguments, device, *callbacks, errors.get());
+    std::vector<cuda::Event> events(flat.tasks.size());
+    for (std::size_t t = 0; t < flat.tasks.size(); ++t) {
+      if (schedule.records[t]) events[t] = cuda::create_event(device, false);
+    }
+    auto context = std::make_shared<LaunchContext>();
+    context->executable = plan->recording->name();
+    context->device = device;
+    context->suspects = device_code_commands(*plan);
+    context->host_errors = errors;
+    context->events = context_ ? context_->events : std::make_shared<EventPool>(device);
+
+    // Nothing above touched this object: commit.
+    retire(std::make_shared<Keep>(Keep{host_errors_, callbacks_}));
+    flat_ = std::move(flat);
+    schedule_ = std::move(schedule);
+    host_errors_ = std::move(errors);
+    callbacks_ = std::move(callbacks);
+    arguments_ = std::move(arguments);
+    tasks_ = std::move(tasks);
+    events_ = std::move(events);
+    context_ = std::move(context);
+    forks_ = std::any_of(schedule_.fork_wait.begin(), schedule_.fork_wait.end(), [](auto f) { return f; });
+    launches_ = 0;
+    replace_plan(std::move(plan));
+  }
+
+  // The lanes for a launch from `queue`: its own stream, then this executable's streams made
+  // with the queue's priority (once per priority).
+  const std::vector<cudaStream_t>& lanes_for(QueueState& queue) {
+    auto& owned = streams_[queue.native_priority()];
+    auto& handles = handles_[queue.native_priority()];
+    while (owned.size() + 1 < schedule_.lanes) {
+      owned.push_back(cuda::create_stream(device().ordinal(), queue.native_priority(), name()));
+    }
+    while (rescue_.size() + 1 < schedule_.lanes) {
+      rescue_.push_back(cuda::create_event(device().ordinal(), false, name()));
+    }
+    handles.resize(schedule_.lanes);
+    handles[0] = queue.stream();
+    for (std::size_t l = 1; l < schedule_.lanes; ++l) handles[l] = owned[l - 1].get();
+    return handles;
+  }
+
+  // After a failure part-way through a launch: every lane joins the main stream, so the
+  // queue's later work still follows whatever was enqueued.
+  void join_everything(const std::vector<cudaStream_t>& lanes) noexcept {
+    for (std::size_t l = 1; l < lanes.size(); ++l) {
+      cudaEvent_t e = rescue_[l - 1].get();
+      (void)cuda::try_call([&] { return cudaEventRecord(e, lanes[l]); });
+      (void)cuda::try_call([&] { return cudaStreamWaitEvent(lanes[0], e, 0u); });
+    }
+    (void)cudaGetLastError();
+  }
+
+  struct Keep {
+    std::shared_ptr<HostErrors> errors;
+    std::shared_ptr<HostCallbacks> callbacks;
+  };
+  struct Retired {
+    std::shared_ptr<FenceState> until;
+    std::shared_ptr<void> keep;
+  };
+  void retire(std::shared_ptr<void> keep) {
+    if (last_) retired_.push_back({last_, std::move(keep)});
+  }
+  void release_retired() {
+    std::erase_if(retired_, [](const Retired& r) { return r.until->done(); });
+  }
+
+  unsigned max_streams_;
+  std::unique_ptr<ArgumentStore> arguments_;  // on the heap: tasks point into it
+  FlatPlan flat_;
+  LaneSchedule schedule_;
+  std::shared_ptr<HostErrors> host_errors_;
+  std::shared_ptr<HostCallbacks> callbacks_;
+  std::vector<StreamTask> tasks_;
+  std::vector<cuda::Event> events_;
+  cuda::Event fork_, done_;
+  std::vector<cuda::Event> rescue_;  // per lane, for join_everything
+  bool forks_ = false;
+  std::map<int, std::vector<cuda::Stream>> streams_;
+  std::map<int, std::vector<cudaStream_t>> handles_;
+  std::shared_ptr<const LaunchContext> context_;
+  std::mutex mutex_;
+  std::uint64_t launches_ = 0;
+  std::shared_ptr<FenceState> last_;
+  cudaStream_t last_stream_ = nullptr;
+  std::vector<Retired> retired_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> plan, Device device,
+                                                 unsigned max_streams, ExecutableStats stats) {
+  ArgumentStore args = plan->recording->arguments();
+  check_runs_on_device(*plan, args, device.ordinal());
+  return std::make_unique<StreamsExecutable>(std::move(plan), device, max_streams,
+                                             std::move(stats), std::move(args));
+}
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,16 @@
+// The streams backend: a plan run on several CUDA streams ordered by events. Streams and
+// events are made once and reused; each launch forks from the submitting queue's stream,
+// enqueues every task, and joins back into it, without blocking the host.
+#pragma once
+
+#include "plan/plan.hpp"
+#include "run/executable_impl.hpp"
+
+#include <memory>
+
+namespace cmdgraph::detail {
+
+std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> plan, Device device,
+                                                 unsigned max_streams, ExecutableStats stats);
+
+}  // namespace cmdgraph::detail
