@@ -1,0 +1,68 @@
+// Shared pieces of the benchmarks: checked raw CUDA, timers, medians, the table printer.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#define BENCH_CUDA(call)                                                                  \
+  do {                                                                                    \
+    const cudaError_t status_ = (call);                                                   \
+    if (status_ != cudaSuccess) {                                                         \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
+                   cudaGetErrorString(status_));                                          \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+namespace bench {
+
+__global__ void empty_kernel(int) {}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Host wall time of `fn` in microseconds.
+inline double host_us(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Device time in microseconds between events around `fn` enqueuing on `stream`.
+inline double device_us(cudaStream_t stream, const std::function<void()>& fn) {
+  cudaEvent_t a, b;
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
+  BENCH_CUDA(cudaEventRecord(a, stream));
+  fn();
+  BENCH_CUDA(cudaEventRecord(b, stream));
+  BENCH_CUDA(cudaEventSynchronize(b));
+  float ms = 0;
+  BENCH_CUDA(cudaEventElapsedTime(&ms, a, b));
+  BENCH_CUDA(cudaEventDestroy(a));
+  BENCH_CUDA(cudaEventDestroy(b));
+  return ms * 1000.0;
+}
+
+/// One line of the results table: what, raw CUDA, ours, ratio, target.
+inline void row(const std::string& what, double raw, double ours, const std::string& unit,
+                const std::string& target) {
+  std::printf("%-52s %12.2f %12.2f %-5s %7.3fx  %s\n", what.c_str(), raw, ours, unit.c_str(),
+              ours / raw, target.c_str());
+}
+
+inline void header(const char* title) {
+  std::printf("\n== %s\n%-52s %12s %12s %-5s %8s  %s\n", title, "measure", "raw CUDA", "cmdgraph",
+              "", "ratio", "target");
+}
+
+}  // namespace bench

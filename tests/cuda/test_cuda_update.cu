@@ -1,0 +1,143 @@
+// Updates on both CUDA backends: new values take effect on the next launch and not before,
+// never in a launch already in flight; re-recorded buffers update in place or are refused.
+#include "cuda/kernels.cuh"
+#include "support/expect_error.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace cmdgraph;
+using namespace cmdgraph::testing;
+
+namespace {
+
+int read_int(const Buffer<int>& b, std::size_t i = 0) {
+  int v = 0;
+  TEST_CUDA(cudaMemcpy(&v, b.data() + i, sizeof(int), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+struct SetValue {
+  int* out;
+  int value;
+  __host__ __device__ void operator()(std::size_t i) const { out[i] = value; }
+};
+
+}  // namespace
+
+TEST_CASE("cuda.update.kernel_arguments_next_launch_only" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  for (Backend backend : cuda_backends) {
+    CAPTURE(to_string(backend));
+    HostBuffer<int> flag(1);
+    flag[0] = 0;
+    Buffer<int> out(gpu, 4);
+    CommandBuffer cmd("update");
+    auto gate = cmd.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data());
+    auto set = cmd.launch(&set_kernel, LaunchConfig{{1}, {4}}, 4, 1, out.data()).after(gate);
+    Executable exe = compile(cmd, gpu, {.backend = backend});
+    Queue q(gpu);
+    Fence first = exe.launch(q);     // held at the gate
+    exe.update(set, 4, 2, out.data());  // while it is in flight
+    reinterpret_cast<volatile int*>(flag.data())[0] = 1;
+    first.wait();
+    CHECK(read_int(out) == 1);       // the launch in flight kept its values
+    exe.launch(q).wait();
+    CHECK(read_int(out, 3) == 2);    // the next one has the new ones
+    exe.update(set, LaunchConfig{{1}, {2}});  // launch dimensions too
+    exe.update(set, 4, 3, out.data());
+    exe.launch(q).wait();
+    CHECK(read_int(out, 1) == 3);
+    CHECK(read_int(out, 2) == 2);    // only two threads ran
+  }
+}
+
+TEST_CASE("cuda.update.parallel_for_copy_fill" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  for (Backend backend : cuda_backends) {
+    CAPTURE(to_string(backend));
+    Buffer<int> a(gpu, 64), b(gpu, 64), c(gpu, 64);
+    HostBuffer<int> out(64);
+    CommandBuffer cmd("values");
+    auto pf = cmd.parallel_for(8, SetValue{a.data(), 5});
+    auto fill = cmd.fill(b, 1, 8);
+    auto down = cmd.copy(out.subview(0, 8), a, 8).after(pf, fill);
+    Executable exe = compile(cmd, gpu, {.backend = backend});
+    Queue q(gpu);
+    exe.launch(q).wait();
+    CHECK(out[7] == 5);
+    exe.update(pf, 64, SetValue{a.data(), 6});     // new functor, larger range
+    exe.update(fill, c, 9, 64);                     // new destination, value and count
+    exe.update(down, out, c, 64);                   // copy the filled buffer instead
+    exe.launch(q).wait();
+    CHECK(out[0] == 9);
+    CHECK(out[63] == 9);
+    CHECK(read_int(a, 63) == 6);
+    CMDGRAPH_EXPECT_ERROR(exe.update(fill, c, 9, 65), errc::invalid_argument);
+  }
+}
+
+TEST_CASE("cuda.update.rerecorded_in_place_or_refused" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  for (Backend backend : cuda_backends) {
+    CAPTURE(to_string(backend));
+    Buffer<int> out(gpu, 4);
+    bool host_ran = false;
+    auto record = [&](CommandBuffer& cmd, int value) {
+      auto s = cmd.launch(&set_kernel, LaunchConfig{{1}, {4}}, 4, value, out.data()).named("set");
+      cmd.host([&] { host_ran = true; }).after(s).named("note");
+    };
+    CommandBuffer v1("v1");
+    record(v1, 1);
+    Executable exe = compile(v1, gpu, {.backend = backend});
+    Queue q(gpu);
+    exe.launch(q).wait();
+    CHECK(read_int(out) == 1);
+
+    CommandBuffer v2("v2");
+    record(v2, 2);
+    const UpdateResult r = exe.update(v2);
+    CHECK_FALSE(r.reinstantiated);
+    host_ran = false;
+    exe.launch(q).wait();
+    CHECK(read_int(out) == 2);
+    CHECK(host_ran);
+
+    // A different kernel: refused, naming the command; nothing changes.
+    CommandBuffer v3("v3");
+    v3.launch(&increment, LaunchConfig{{1}, {1}}, out.data()).named("set");
+    v3.host([] {}).named("note");
+    auto e = CMDGRAPH_EXPECT_ERROR(exe.update(v3), errc::update_refused);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{"v3/set"});
+    exe.launch(q).wait();
+    CHECK(read_int(out) == 2);
+    const UpdateResult rebuilt = exe.update(v3, {.reinstantiate_if_needed = true});
+    CHECK(rebuilt.reinstantiated);
+    exe.launch(q).wait();
+    CHECK(read_int(out) == 3);
+  }
+}
+
+TEST_CASE("cuda.update.cuda_refuses_memory_kind_change" * doctest::timeout(60)) {
+  // Same structure by our rules, but a copy node changes from host->device to
+  // device->device: CUDA's own update check decides, and its reason reaches the user.
+  const Device gpu = Device::cuda(0);
+  Buffer<int> a(gpu, 4), b(gpu, 4);
+  HostBuffer<int> h(4);
+  CommandBuffer v1("v1");
+  v1.copy(a, h, 4).named("move");
+  Executable exe = compile(v1, gpu, {.backend = Backend::cuda_graph});
+  CommandBuffer v2("v2");
+  v2.copy(a, b, 4).named("move");
+  try {
+    const UpdateResult r = exe.update(v2);
+    CHECK_FALSE(r.reinstantiated);  // CUDA accepted it in place: still a valid outcome
+    MESSAGE("CUDA accepted a memory-kind change of a memcpy node in place");
+  } catch (const Error& e) {
+    CHECK(e.code() == errc::update_refused);
+    CHECK(mentions(e, "CUDA refused"));
+    CHECK(e.commands() == std::vector<std::string>{"v2/move"});
+  }
+  Queue q(gpu);
+  exe.launch(q).wait();
+}
