@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <exception>
 
 namespace cmdgraph::detail::cuda {
 

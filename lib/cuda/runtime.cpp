@@ -4,6 +4,8 @@
 #include "cuda/check.hpp"
 #include "cuda/handles.hpp"
 
+#include <tuple>
+
 namespace cmdgraph::detail::cuda {
 
 int device_count() noexcept {

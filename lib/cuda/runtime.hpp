@@ -4,6 +4,7 @@
 #include <cmdgraph/device.hpp>
 
 #include <cstddef>
+#include <utility>
 
 namespace cmdgraph::detail::cuda {
 

@@ -1,5 +1,6 @@
 // cmdgraph::Error and its std::error_category.
 #include <cmdgraph/error.hpp>
+#include <string>
 
 namespace cmdgraph {
 namespace {

@@ -4,6 +4,7 @@
 #include <cmdgraph/event.hpp>
 
 #include <algorithm>
+#include <functional>
 
 namespace cmdgraph {
 namespace detail {

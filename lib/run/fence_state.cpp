@@ -5,6 +5,7 @@
 #include "run/poll.hpp"
 
 #include <cmdgraph/fence.hpp>
+#include <exception>
 
 
 namespace cmdgraph {

@@ -14,6 +14,7 @@
 #include <cmdgraph/error.hpp>
 
 #include <utility>
+#include <exception>
 
 namespace cmdgraph {
 namespace detail {

@@ -6,6 +6,7 @@
 #include "run/event_state.hpp"
 
 #include <cmdgraph/error.hpp>
+#include <exception>
 
 namespace cmdgraph::detail {
 

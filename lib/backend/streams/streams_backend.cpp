@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <exception>
 
 namespace cmdgraph::detail {
 namespace {
