@@ -98,13 +98,55 @@ void replay(const Shape& s) {
   BENCH_CUDA(cudaGraphDestroy(g));
 }
 
+// Where the host time of one launch goes: each CUDA call a launch could make, alone.
+void launch_anatomy() {
+  const Device gpu = Device::cuda(0);
+  Queue q(gpu);
+  cudaStream_t stream = q.native_handle();
+  const Shape one{"one kernel", 1, 1};
+  cudaGraph_t g = raw_graph(one);
+  cudaGraphExec_t exec;
+  BENCH_CUDA(cudaGraphInstantiate(&exec, g, 0));
+  cudaEvent_t e;
+  BENCH_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  CommandBuffer cmd = recorded(one);
+  Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph});
+  constexpr int calls = 200;
+  std::vector<double> launch, record, get_device, ours;
+  for (int t = 0; t < 10; ++t) {
+    launch.push_back(bench::host_us([&] {
+      for (int i = 0; i < calls; ++i) BENCH_CUDA(cudaGraphLaunch(exec, stream));
+    }) / calls);
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    record.push_back(bench::host_us([&] {
+      for (int i = 0; i < calls; ++i) BENCH_CUDA(cudaEventRecord(e, stream));
+    }) / calls);
+    int d = 0;
+    get_device.push_back(bench::host_us([&] {
+      for (int i = 0; i < calls; ++i) BENCH_CUDA(cudaGetDevice(&d));
+    }) / calls);
+    ours.push_back(bench::host_us([&] {
+      for (int i = 0; i < calls; ++i) exe.launch(q);
+    }) / calls);
+    q.wait();
+  }
+  std::printf("%-52s %12.3f us\n", "cudaGraphLaunch (one kernel)", bench::median(launch));
+  std::printf("%-52s %12.3f us\n", "cudaEventRecord", bench::median(record));
+  std::printf("%-52s %12.3f us\n", "cudaGetDevice", bench::median(get_device));
+  std::printf("%-52s %12.3f us\n", "cmdgraph launch() (one kernel)", bench::median(ours));
+  BENCH_CUDA(cudaEventDestroy(e));
+  BENCH_CUDA(cudaGraphExecDestroy(exec));
+  BENCH_CUDA(cudaGraphDestroy(g));
+}
+
 void compile_time() {
   const Device gpu = Device::cuda(0);
   const Shape s{"10,000 kernels (8 chains)", 8, 1250};
   cudaStream_t stream;
   BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  std::vector<double> raw, raw_upload, ours, plan, lower, inst;
+  std::vector<double> raw, raw_upload, raw_add, ours, plan, lower, inst;
   for (int t = 0; t < 4; ++t) {
+    const double add = bench::host_us([&] { BENCH_CUDA(cudaGraphDestroy(raw_graph(s))); });
     const double r = bench::host_us([&] {
       cudaGraph_t g = raw_graph(s);
       cudaGraphExec_t exec;
@@ -128,6 +170,7 @@ void compile_time() {
     const double o = bench::host_us([&] { exe = compile(cmd, gpu, {.backend = Backend::cuda_graph}); });
     if (t == 0) continue;
     raw.push_back(r);
+    raw_add.push_back(add);
     raw_upload.push_back(ru);
     ours.push_back(o);
     plan.push_back(exe.stats().plan_ms * 1000);
@@ -138,7 +181,9 @@ void compile_time() {
              bench::median(ours), "us", "<= 1.25x");
   bench::row("compile 10,000 kernels vs the same with upload", bench::median(raw_upload),
              bench::median(ours), "us", "");
-  std::printf("%-52s plan %.0f us, lower %.0f us, instantiate+upload %.0f us\n",
+  std::printf("%-52s add nodes %.0f us, instantiate %.0f us\n", "  raw stages",
+              bench::median(raw_add), bench::median(raw) - bench::median(raw_add));
+  std::printf("%-52s plan %.0f us, lower %.0f us, instantiate (upload started) %.0f us\n",
               "  cmdgraph stages", bench::median(plan), bench::median(lower), bench::median(inst));
   BENCH_CUDA(cudaStreamDestroy(stream));
 }
@@ -228,6 +273,8 @@ int main() {
   bench::header("graph replay");
   replay({"chain of 1,000", 1, 1000});
   replay({"8 x 125 independent chains", 8, 125});
+  bench::header("launch() anatomy: host time per call");
+  launch_anatomy();
   bench::header("compile");
   compile_time();
   bench::header("update in place");

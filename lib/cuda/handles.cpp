@@ -4,6 +4,7 @@
 #include "cuda/check.hpp"
 
 #include <atomic>
+#include <utility>
 
 namespace cmdgraph::detail::cuda {
 namespace {
@@ -25,20 +26,29 @@ LiveCounts live_counts() noexcept {
           c.execs.load(),   c.device_allocations.load(), c.pinned_allocations.load()};
 }
 
+namespace {
+// Destruction never reports; a failure must not leave CUDA's sticky last error behind for an
+// unrelated call to trip over.
+template <class F>
+void destroy(F&& f) noexcept {
+  if (try_call(std::forward<F>(f)) != cudaSuccess) (void)cudaGetLastError();
+}
+}  // namespace
+
 void StreamDeleter::operator()(cudaStream_t s) const noexcept {
-  (void)try_call([&] { return cudaStreamDestroy(s); });
+  destroy([&] { return cudaStreamDestroy(s); });
   --counts().streams;
 }
 void EventDeleter::operator()(cudaEvent_t e) const noexcept {
-  (void)try_call([&] { return cudaEventDestroy(e); });
+  destroy([&] { return cudaEventDestroy(e); });
   --counts().events;
 }
 void GraphDeleter::operator()(cudaGraph_t g) const noexcept {
-  (void)try_call([&] { return cudaGraphDestroy(g); });
+  destroy([&] { return cudaGraphDestroy(g); });
   --counts().graphs;
 }
 void GraphExecDeleter::operator()(cudaGraphExec_t g) const noexcept {
-  (void)try_call([&] { return cudaGraphExecDestroy(g); });
+  destroy([&] { return cudaGraphExecDestroy(g); });
   --counts().execs;
 }
 

@@ -12,9 +12,7 @@ const void* code_of(const RecordedCommand& c) {
   return nullptr;
 }
 
-}  // namespace
-
-Difference structural_difference(const Plan& before, const Plan& now) {
+Difference difference_in(const Plan& before, const Plan& now, const Plan& root) {
   if (before.size() != now.size()) {
     return {"command buffer '" + now.recording->name() + "' has " + std::to_string(now.size()) +
                 " commands, the executable " + std::to_string(before.size()),
@@ -23,7 +21,7 @@ Difference structural_difference(const Plan& before, const Plan& now) {
   for (std::uint32_t c = 0; c < now.size(); ++c) {
     const RecordedCommand& a = before.command(c);
     const RecordedCommand& b = now.command(c);
-    const std::string name = now.recording->qualified_name(c);
+    const std::string name = command_label(now, c, root);
     auto differs = [&](const std::string& how) {
       return Difference{"command '" + name + "' " + how, name};
     };
@@ -36,10 +34,16 @@ Difference structural_difference(const Plan& before, const Plan& now) {
       return differs("has different dependants");
     }
     if (before.nested[c]) {
-      if (Difference inner = structural_difference(*before.nested[c], *now.nested[c])) return inner;
+      if (Difference inner = difference_in(*before.nested[c], *now.nested[c], root)) return inner;
     }
   }
   return {};
+}
+
+}  // namespace
+
+Difference structural_difference(const Plan& before, const Plan& now) {
+  return difference_in(before, now, now);
 }
 
 }  // namespace cmdgraph::detail

@@ -34,6 +34,12 @@ struct Plan {
 /// naming the whole cycle. Iterative throughout: a 100,000-command chain is fine.
 std::shared_ptr<const Plan> build_plan(std::shared_ptr<const Recording> recording);
 
+/// How errors and traces name command `c` of `plan` in an executable whose top plan is
+/// `root`: its own name at the top level, "buffer/name" inside executed buffers.
+inline std::string command_label(const Plan& plan, std::uint32_t c, const Plan& root) {
+  return &plan == &root ? plan.name(c) : plan.recording->qualified_name(c);
+}
+
 /// A scheduling weight per command kind: barriers and event commands cost nothing.
 std::uint64_t schedule_weight(CommandKind kind) noexcept;
 

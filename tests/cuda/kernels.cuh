@@ -57,6 +57,9 @@ struct DeviceBoard {
     TEST_CUDA(cudaMemcpy(first.data(), poison.first.data(), cells * 4, cudaMemcpyHostToDevice));
     TEST_CUDA(cudaMemcpy(last.data(), poison.last.data(), cells * 4, cudaMemcpyHostToDevice));
     TEST_CUDA(cudaMemcpy(runs.data(), poison.runs.data(), cells * 4, cudaMemcpyHostToDevice));
+    // Copies from pageable memory may still be in flight, and the legacy stream they use does
+    // not order the non-blocking streams of our queues.
+    TEST_CUDA(cudaDeviceSynchronize());
   }
   TicketBoard board(std::uint32_t vertices, std::uint32_t per_launch, std::uint32_t launches) {
     return {counter.data(), first.data(), last.data(), runs.data(), vertices, per_launch, launches};

@@ -101,7 +101,7 @@ TEST_CASE("cuda.capture.invalidated" * doctest::timeout(60)) {
     auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.backend = Backend::cuda_graph}),
                                    errc::unsupported);
     REQUIRE(e);
-    CHECK(e->commands() == std::vector<std::string>{"capture/bad library call"});
+    CHECK(e->commands() == std::vector<std::string>{"bad library call"});
     CHECK(e->cuda_status() != 0);
     CHECK(cudaGetLastError() == cudaSuccess);  // nothing sticky left behind
     CommandBuffer next("next");
@@ -126,7 +126,8 @@ TEST_CASE("cuda.compile.errors_name_the_command" * doctest::timeout(60)) {
     CommandBuffer cmd("too big");
     cmd.launch(&increment, LaunchConfig{{1}, {4096}}, sink.data()).named("huge block");
     for (Backend backend : cuda_backends) {
-      CAPTURE(to_string(backend));
+      const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
       try {
         Executable exe = compile(cmd, gpu, {.backend = backend});
         Queue q(gpu);
@@ -144,6 +145,6 @@ TEST_CASE("cuda.compile.errors_name_the_command" * doctest::timeout(60)) {
     cmd.fill(View<int>(sink.data(), 1, MemorySpace::device, 7), 0, 1).named("remote");
     auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu), errc::device_mismatch);
     REQUIRE(e);
-    CHECK(e->commands() == std::vector<std::string>{"elsewhere/remote"});
+    CHECK(e->commands() == std::vector<std::string>{"remote"});
   }
 }

@@ -16,7 +16,8 @@ TEST_CASE("cuda.commands.pipeline" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   const int n = 1 << 16;
   for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
     HostBuffer<float> in(n), out(n);
     std::iota(in.begin(), in.end(), 0.0f);
     std::fill(out.begin(), out.end(), -1.0f);  // poison
@@ -40,13 +41,15 @@ TEST_CASE("cuda.commands.pipeline" * doctest::timeout(60)) {
 TEST_CASE("cuda.commands.fill_every_width" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
     Buffer<std::uint8_t> b(gpu, 9);
     Buffer<std::uint16_t> h(gpu, 9);
     Buffer<float> f(gpu, 9);
     TEST_CUDA(cudaMemset(b.data(), 0xEE, 9));
     TEST_CUDA(cudaMemset(h.data(), 0xEE, 18));
     TEST_CUDA(cudaMemset(f.data(), 0xEE, 36));
+    TEST_CUDA(cudaDeviceSynchronize());  // the legacy stream does not order our queues
     CommandBuffer cmd("fills");
     cmd.fill(b, 0x5A, 8);
     cmd.fill(h, 0x1234, 8);
@@ -72,7 +75,8 @@ TEST_CASE("cuda.commands.fill_every_width" * doctest::timeout(60)) {
 TEST_CASE("cuda.commands.pageable_copies" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
     std::vector<int> src(1000), dst(1000, -1);
     std::iota(src.begin(), src.end(), 7);
     Buffer<int> d(gpu, 1000);
@@ -88,7 +92,8 @@ TEST_CASE("cuda.commands.pageable_copies" * doctest::timeout(60)) {
 TEST_CASE("cuda.commands.host_tasks_in_order" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
     HostBuffer<int> staged(4);
     std::fill(staged.begin(), staged.end(), -1);
     Buffer<int> d(gpu, 4);
@@ -107,7 +112,8 @@ TEST_CASE("cuda.commands.host_tasks_in_order" * doctest::timeout(60)) {
 TEST_CASE("cuda.commands.nested_twice" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
     Buffer<int> counter(gpu, 1);
     HostBuffer<int> out(2);
     out[0] = out[1] = -1;
@@ -129,7 +135,8 @@ TEST_CASE("cuda.commands.nested_twice" * doctest::timeout(60)) {
 TEST_CASE("cuda.commands.capture_library_calls" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
     const int n = 256;
     HostBuffer<float> in(n), out(n);
     std::fill(in.begin(), in.end(), 3.0f);
@@ -159,7 +166,8 @@ TEST_CASE("cuda.commands.capture_library_calls" * doctest::timeout(60)) {
 TEST_CASE("cuda.commands.events_across_queues" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
     HostBuffer<int> flag(1), out(1);
     flag[0] = 0;
     out[0] = -1;
@@ -188,7 +196,8 @@ TEST_CASE("cuda.commands.events_across_queues" * doctest::timeout(60)) {
 TEST_CASE("cuda.commands.host_task_throws" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
     Buffer<int> counter(gpu, 1);
     HostBuffer<int> out(1);
     bool fail = true;
@@ -216,9 +225,11 @@ TEST_CASE("cuda.commands.host_task_throws" * doctest::timeout(60)) {
 TEST_CASE("cuda.relaunch.thousand_without_waits" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
     Buffer<int> counter(gpu, 1);
     TEST_CUDA(cudaMemset(counter.data(), 0, 4));
+    TEST_CUDA(cudaDeviceSynchronize());
     CommandBuffer cmd("count");
     auto a = cmd.launch(&increment, LaunchConfig{{1}, {1}}, counter.data());
     cmd.launch(&increment, LaunchConfig{{1}, {1}}, counter.data()).after(a);
@@ -237,7 +248,8 @@ TEST_CASE("cuda.relaunch.thousand_without_waits" * doctest::timeout(60)) {
 TEST_CASE("cuda.clone.runs_concurrently" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
     HostBuffer<int> flag(1);
     flag[0] = 0;
     CommandBuffer cmd("spin");

@@ -225,7 +225,8 @@ TEST_CASE("validation.host_backend.refuses_gpu_only_commands" * doctest::timeout
     cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 1, p).named("k");
     auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()), errc::unsupported);
     REQUIRE(e);
-    CHECK(e->commands() == std::vector<std::string>{"gpu/k"});
+    CHECK(e->commands() == std::vector<std::string>{"k"});
+    CHECK(mentions(*e, "'gpu'") == false);
     CHECK_FALSE(cmd.sealed());
   }
   SUBCASE("capture") {
@@ -233,7 +234,7 @@ TEST_CASE("validation.host_backend.refuses_gpu_only_commands" * doctest::timeout
     cmd.capture([](NativeStream) {}).named("lib");
     auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()), errc::unsupported);
     REQUIRE(e);
-    CHECK(mentions(*e, "gpu/lib"));
+    CHECK(e->commands() == std::vector<std::string>{"lib"});
   }
   SUBCASE("device memory, even inside a nested buffer") {
     CommandBuffer inner("inner");

@@ -13,8 +13,9 @@
 namespace cmdgraph::detail {
 namespace {
 
-[[noreturn]] void refuse(const Plan& plan, std::uint32_t c, errc code, const std::string& why) {
-  const std::string name = plan.recording->qualified_name(c);
+[[noreturn]] void refuse(const Plan& plan, std::uint32_t c, const Plan& root, errc code,
+                         const std::string& why) {
+  const std::string name = command_label(plan, c, root);
   throw Error(code, "command '" + name + "' cannot run on this CUDA device: " + why, {name});
 }
 
@@ -38,13 +39,13 @@ unsigned resident_blocks(const void* kernel, int device) {
   return blocks;
 }
 
-void collect_device_code(const Plan& plan, std::vector<std::string>& out) {
+void collect_device_code(const Plan& plan, const Plan& root, std::vector<std::string>& out) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     switch (plan.command(c).kind) {
       case CommandKind::kernel:
       case CommandKind::parallel_for:
-      case CommandKind::capture: out.push_back(plan.recording->qualified_name(c)); break;
-      case CommandKind::nested: collect_device_code(*plan.nested[c], out); break;
+      case CommandKind::capture: out.push_back(command_label(plan, c, root)); break;
+      case CommandKind::nested: collect_device_code(*plan.nested[c], root, out); break;
       default: break;
     }
   }
@@ -52,49 +53,59 @@ void collect_device_code(const Plan& plan, std::vector<std::string>& out) {
 
 }  // namespace
 
-void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device) {
+static void check_memory_on(const Plan& plan, std::uint32_t c, const Plan& root, const MemoryRange& r,
+                     int device) {
   if (r.space == MemorySpace::device && r.device != device) {
-    refuse(plan, c, errc::device_mismatch,
+    refuse(plan, c, root, errc::device_mismatch,
            "it touches memory of cuda:" + std::to_string(r.device) + " but runs on cuda:" +
                std::to_string(device) + " (one executable runs on one device)");
   }
 }
 
-void check_runs_on_device(const Plan& plan, const ArgumentStore& args, int device) {
+static void check_plan_on_device(const Plan& plan, const Plan& root, const ArgumentStore& args,
+                          int device) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     const RecordedCommand& cmd = plan.command(c);
     switch (cmd.kind) {
       case CommandKind::parallel_for:
         if (!std::get<ParallelForPayload>(cmd.payload).device_kernel) {
-          refuse(plan, c, errc::unsupported,
+          refuse(plan, c, root, errc::unsupported,
                  "its functor has no device version (record it in a translation unit compiled "
                  "by nvcc, with a __host__ __device__ call operator)");
         }
         break;
       case CommandKind::copy: {
         const auto& cp = args.get<CopySpec>(std::get<CopyPayload>(cmd.payload).spec);
-        check_device_memory(plan, c, cp.dst, device);
-        check_device_memory(plan, c, cp.src, device);
+        check_memory_on(plan, c, root, cp.dst, device);
+        check_memory_on(plan, c, root, cp.src, device);
         break;
       }
       case CommandKind::fill:
-        check_device_memory(plan, c, args.get<FillSpec>(std::get<FillPayload>(cmd.payload).spec).dst,
-                            device);
+        check_memory_on(plan, c, root,
+                        args.get<FillSpec>(std::get<FillPayload>(cmd.payload).spec).dst, device);
         break;
       case CommandKind::event_record:
       case CommandKind::event_wait: {
         const Device d = std::get<EventPayload>(cmd.payload).event->device();
         if (!d.is_cuda() || d.ordinal() != device) {
-          refuse(plan, c, errc::device_mismatch, "its event belongs to " + d.name());
+          refuse(plan, c, root, errc::device_mismatch, "its event belongs to " + d.name());
         }
         break;
       }
       case CommandKind::nested:
-        check_runs_on_device(*plan.nested[c], plan.nested[c]->recording->arguments(), device);
+        check_plan_on_device(*plan.nested[c], root, plan.nested[c]->recording->arguments(), device);
         break;
       default: break;
     }
   }
+}
+
+void check_runs_on_device(const Plan& plan, const ArgumentStore& args, int device) {
+  check_plan_on_device(plan, plan, args, device);
+}
+
+void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device) {
+  check_memory_on(plan, c, plan, r, device);
 }
 
 KernelLaunch kernel_launch(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
@@ -123,7 +134,7 @@ KernelLaunch kernel_launch(const Plan& plan, std::uint32_t c, const ArgumentStor
 
 std::vector<std::string> device_code_commands(const Plan& plan) {
   std::vector<std::string> out;
-  collect_device_code(plan, out);
+  collect_device_code(plan, plan, out);
   return out;
 }
 

@@ -47,6 +47,7 @@ bool has_capture(const Plan& plan) {
 
 BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
   BuiltGraph out;
+  root_ = &plan;
   out.graph = cuda::create_graph(plan.recording->name());
   add_nodes(plan, args, out.graph.get(), out.nodes, out);
   return out;
@@ -60,7 +61,7 @@ void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGr
     deps.clear();
     for (std::uint32_t p : plan.parents[c]) deps.push_back(nodes[p]);
     nodes[c] = add_node(plan, c, args, graph, deps, out);
-    out.names.emplace(nodes[c], plan.recording->qualified_name(c));
+    out.names.emplace(nodes[c], command_label(plan, c, *root_));
     ++out.node_count;
   }
 }
@@ -69,7 +70,7 @@ cudaGraphNode_t GraphBuilder::add_node(const Plan& plan, std::uint32_t c, const 
                                        cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
                                        BuiltGraph& out) {
   const RecordedCommand& cmd = plan.command(c);
-  const std::string name = plan.recording->qualified_name(c);
+  const std::string name = command_label(plan, c, *root_);
   cudaGraphNode_t node = nullptr;
   switch (cmd.kind) {
     case CommandKind::kernel:
@@ -130,7 +131,7 @@ cudaGraphNode_t GraphBuilder::add_node(const Plan& plan, std::uint32_t c, const 
 }
 
 cuda::Graph GraphBuilder::capture(const Plan& plan, std::uint32_t c) {
-  const std::string name = plan.recording->qualified_name(c);
+  const std::string name = command_label(plan, c, *root_);
   cuda::Graph child = cuda::create_graph(name);
   // Thread-local mode: calls from this thread that are unsafe during capture are refused, and
   // other threads are not disturbed.

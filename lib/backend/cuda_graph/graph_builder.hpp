@@ -42,6 +42,7 @@ class GraphBuilder {
                            BuiltGraph& out);
   cuda::Graph capture(const Plan& plan, std::uint32_t c);
 
+  const Plan* root_ = nullptr;
   int device_;
   HostErrors* errors_;
   cudaStream_t capture_stream_;

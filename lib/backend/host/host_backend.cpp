@@ -13,53 +13,54 @@
 namespace cmdgraph::detail {
 namespace {
 
-[[noreturn]] void refuse(const Plan& plan, std::uint32_t c, errc code, const std::string& why) {
-  const std::string name = plan.recording->qualified_name(c);
+[[noreturn]] void refuse(const Plan& plan, std::uint32_t c, const Plan& root, errc code,
+                         const std::string& why) {
+  const std::string name = command_label(plan, c, root);
   throw Error(code, "command '" + name + "' cannot run on the host backend: " + why, {name});
 }
 
-void check_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r) {
+void check_memory(const Plan& plan, std::uint32_t c, const Plan& root, const MemoryRange& r) {
   if (r.space == MemorySpace::device) {
-    refuse(plan, c, errc::device_mismatch,
+    refuse(plan, c, root, errc::device_mismatch,
            "it touches memory of cuda:" + std::to_string(r.device) + ", which the CPU cannot access");
   }
 }
 
-void check_runs_on_host(const Plan& plan) {
+void check_runs_on_host(const Plan& plan, const Plan& root) {
   const ArgumentStore& args = plan.recording->arguments();
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     const RecordedCommand& cmd = plan.command(c);
     switch (cmd.kind) {
       case CommandKind::kernel:
-        refuse(plan, c, errc::unsupported,
+        refuse(plan, c, root, errc::unsupported,
                "a __global__ kernel needs a CUDA device (record it as parallel_for to run it on "
                "both)");
       case CommandKind::capture:
-        refuse(plan, c, errc::unsupported, "stream capture needs a CUDA device");
+        refuse(plan, c, root, errc::unsupported, "stream capture needs a CUDA device");
       case CommandKind::parallel_for:
         if (!std::get<ParallelForPayload>(cmd.payload).host) {
-          refuse(plan, c, errc::unsupported, "its functor has no host version (__device__ only)");
+          refuse(plan, c, root, errc::unsupported, "its functor has no host version (__device__ only)");
         }
         break;
       case CommandKind::copy: {
         const auto& cp = args.get<CopySpec>(std::get<CopyPayload>(cmd.payload).spec);
-        check_memory(plan, c, cp.dst);
-        check_memory(plan, c, cp.src);
+        check_memory(plan, c, root, cp.dst);
+        check_memory(plan, c, root, cp.src);
         break;
       }
       case CommandKind::fill:
-        check_memory(plan, c, args.get<FillSpec>(std::get<FillPayload>(cmd.payload).spec).dst);
+        check_memory(plan, c, root, args.get<FillSpec>(std::get<FillPayload>(cmd.payload).spec).dst);
         break;
       case CommandKind::event_record:
       case CommandKind::event_wait:
         if (!std::get<EventPayload>(cmd.payload).event->device().is_host()) {
-          refuse(plan, c, errc::device_mismatch,
+          refuse(plan, c, root, errc::device_mismatch,
                  "its event belongs to " +
                      std::get<EventPayload>(cmd.payload).event->device().name());
         }
         break;
       case CommandKind::nested:
-        check_runs_on_host(*plan.nested[c]);
+        check_runs_on_host(*plan.nested[c], root);
         break;
       case CommandKind::host:
       case CommandKind::barrier:
@@ -69,7 +70,7 @@ void check_runs_on_host(const Plan& plan) {
 }
 
 std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan) {
-  check_runs_on_host(*plan);
+  check_runs_on_host(*plan, *plan);
   auto program = std::make_shared<HostProgram>();
   program->flat = flatten(*plan);
   program->plan = std::move(plan);
@@ -120,7 +121,7 @@ class HostExecutable final : public ExecutableImpl {
   void apply_update(std::uint32_t) override {}  // launches read the arguments when they run
 
   void check_memory(std::uint32_t c, const MemoryRange& r) const override {
-    detail::check_memory(plan(), c, r);
+    detail::check_memory(plan(), c, plan(), r);
   }
 
   UpdateResult update_from(std::shared_ptr<const Plan> plan,

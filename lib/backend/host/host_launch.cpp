@@ -84,8 +84,7 @@ const ArgumentStore& HostLaunch::arguments_of(const FlatTask& task) const {
 }
 
 std::string HostLaunch::task_name(const FlatTask& task) const {
-  return task.plan == program_->plan.get() ? task.plan->name(task.command)
-                                           : task.plan->recording->qualified_name(task.command);
+  return command_label(*task.plan, task.command, *program_->plan);
 }
 
 HostLaunch::Outcome HostLaunch::execute(std::uint32_t task) {

@@ -80,6 +80,13 @@ LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes) {
     if (chosen == no_lane && weight[t] == 0) {
       chosen = latest != no_lane ? s.lane[latest] : 0;  // free tasks never open lanes
     }
+    if (chosen == no_lane) {
+      // A lane already idle when t is ready costs no more waits than a new one: reuse the one
+      // that became idle last, keeping streams few.
+      for (std::uint32_t l = 0; l < tail.size(); ++l) {
+        if (free_at[l] <= ready && (chosen == no_lane || free_at[l] > free_at[chosen])) chosen = l;
+      }
+    }
     if (chosen == no_lane && tail.size() < max_lanes) {
       chosen = static_cast<std::uint32_t>(tail.size());
       tail.push_back(no_lane);

@@ -28,7 +28,8 @@ struct LaneSchedule {
 
 /// Assigns tasks to at most `max_lanes` lanes (at least 1). Chains of dependent tasks share a
 /// lane; the heaviest continuation (critical path) stays on its parent's lane; independent
-/// work opens new lanes while there are any, then goes to the lane free soonest. A cross-lane
+/// work takes a lane already idle when it is ready, else opens a new lane while there are
+/// any, else goes to the lane free soonest. A cross-lane
 /// edge costs an event wait only when per-lane vector clocks do not already imply it.
 LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes);
 

@@ -56,7 +56,7 @@ std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
   for (const FlatTask& t : flat.tasks) {
     StreamTask s{&t, t.plan == &root ? &root_args : &t.plan->recording->arguments(), {}, {}, nullptr};
     if (!t.is_join()) {
-      s.name = t.plan == &root ? t.plan->name(t.command) : t.plan->recording->qualified_name(t.command);
+      s.name = command_label(*t.plan, t.command, root);
       const RecordedCommand& cmd = t.plan->command(t.command);
       if (cmd.kind == CommandKind::kernel || cmd.kind == CommandKind::parallel_for) {
         s.kernel = kernel_launch(*t.plan, t.command, *s.args, device);
