@@ -35,6 +35,7 @@ class Queue {
   NativeStream native_handle() const noexcept;
 
   detail::QueueState& state() const;
+  const std::shared_ptr<detail::QueueState>& shared_state() const;
 
  private:
   std::shared_ptr<detail::QueueState> state_;

@@ -21,11 +21,11 @@ detail::ExecutableImpl& Executable::impl() const {
 
 Fence Executable::launch(Queue& queue) {
   detail::ExecutableImpl& exe = impl();
-  detail::QueueState& q = queue.state();
-  if (!(q.device() == exe.device())) {
+  const std::shared_ptr<detail::QueueState>& q = queue.shared_state();
+  if (!(q->device() == exe.device())) {
     throw Error(errc::device_mismatch, "executable '" + exe.name() + "' was compiled for " +
                                            exe.device().name() + " but the queue is on " +
-                                           q.device().name());
+                                           q->device().name());
   }
   return exe.launch(q);
 }

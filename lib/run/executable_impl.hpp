@@ -22,7 +22,7 @@ class ExecutableImpl {
   virtual ~ExecutableImpl() = default;
 
   /// Enqueues one run on `queue`, after this executable's previous run.
-  virtual Fence launch(QueueState& queue) = 0;
+  virtual Fence launch(const std::shared_ptr<QueueState>& queue) = 0;
   virtual std::unique_ptr<ExecutableImpl> clone() const = 0;
 
   /// The values update() writes into; launches from now on use them, a launch in flight

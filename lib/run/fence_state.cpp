@@ -3,6 +3,7 @@
 
 #include "run/fence_watcher.hpp"
 #include "run/poll.hpp"
+#include "run/queue_state.hpp"
 
 #include <cmdgraph/fence.hpp>
 #include <exception>
@@ -26,11 +27,16 @@ void FenceState::complete(std::exception_ptr error) {
 
 void FenceState::resolve() { complete(device_->error()); }
 
+void FenceState::ensure_marked() {
+  if (auto queue = queue_.lock()) queue->mark(*this);
+}
+
 bool FenceState::done() {
   {
     std::lock_guard lock(mutex_);
     if (done_ || !device_) return done_;
   }
+  ensure_marked();
   if (!device_->query()) return false;
   resolve();
   return true;
@@ -61,16 +67,20 @@ std::exception_ptr FenceState::error() {
 }
 
 void FenceState::on_complete(std::function<void()> fn) {
+  bool watch = false;
   {
     std::lock_guard lock(mutex_);
     if (!done_) {
       continuations_.push_back(std::move(fn));
-      if (device_ && continuations_.size() == 1) {
-        // The first continuation of device work: have the watcher look for its end.
-        FenceWatcher::instance().watch(shared_from_this());
-      }
-      return;
+      if (device_ && continuations_.size() == 1) watch = true;
+      if (!watch) return;
     }
+  }
+  if (watch) {
+    // The first continuation of device work: have the watcher look for its end.
+    ensure_marked();
+    FenceWatcher::instance().watch(shared_from_this());
+    return;
   }
   fn();
 }

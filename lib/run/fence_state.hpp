@@ -1,7 +1,10 @@
 // FenceState: completion of one submission, with its error and continuations. Host work
-// completes it by calling complete(); device work is watched through a DeviceCompletion (an
-// event recorded after the work) and resolved when first seen finished.
+// completes it by calling complete(). Device work is watched through a DeviceCompletion: an
+// event recorded after the work, but only once someone needs it (see QueueState), so a launch
+// whose fence nobody keeps costs no event at all.
 #pragma once
+
+#include <cmdgraph/detail/native.hpp>
 
 #include <chrono>
 #include <condition_variable>
@@ -9,27 +12,38 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace cmdgraph::detail {
+
+class QueueState;
 
 /// The device side of a fence.
 class DeviceCompletion {
  public:
   virtual ~DeviceCompletion() = default;
-  /// True once the work has finished, successfully or not. Never blocks.
+  /// Records the completion marker on `stream`, where the work was enqueued; everything
+  /// enqueued there so far (the work included) precedes it. Called at most once.
+  virtual void mark(NativeStream stream) = 0;
+  /// Marks it done without a marker: the stream was synchronized after the work, returning
+  /// `status` (non-zero after a device fault).
+  virtual void mark_finished(int status) = 0;
+  /// True once the work has finished, successfully or not. Never blocks. Marked first.
   virtual bool query() = 0;
-  /// Blocks until the work has finished.
+  /// Blocks until the work has finished. Marked first.
   virtual void synchronize() = 0;
   /// Once finished: the work's error (a device fault, a failed host task), or null. May be
-  /// called more than once; must give the same answer.
+  /// called more than once and must give the same answer.
   virtual std::exception_ptr error() = 0;
 };
 
 class FenceState : public std::enable_shared_from_this<FenceState> {
  public:
   FenceState() = default;
-  explicit FenceState(std::unique_ptr<DeviceCompletion> device) : device_(std::move(device)) {}
+  /// Device work enqueued on `queue`, not marked yet.
+  FenceState(std::shared_ptr<DeviceCompletion> device, std::weak_ptr<QueueState> queue)
+      : device_(std::move(device)), queue_(std::move(queue)) {}
 
   /// Host work: marks it finished (with `error` if it failed); runs continuations here.
   void complete(std::exception_ptr error = nullptr);
@@ -42,12 +56,18 @@ class FenceState : public std::enable_shared_from_this<FenceState> {
   /// fence watcher thread (device work). For cmdgraph's own chaining; it must not block.
   void on_complete(std::function<void()> fn);
 
+  /// The device side, for the queue that marks it.
+  DeviceCompletion* device() const noexcept { return device_.get(); }
+
  private:
   friend class FenceWatcher;
   /// Device work seen finished: records its error and runs continuations (once).
   void resolve();
+  /// Has the queue record the marker if it has not yet.
+  void ensure_marked();
 
-  std::unique_ptr<DeviceCompletion> device_;
+  std::shared_ptr<DeviceCompletion> device_;
+  std::weak_ptr<QueueState> queue_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;

@@ -44,8 +44,10 @@ QueueState::QueueState(Device device, Priority priority) : device_(device), prio
 }
 
 QueueState::~QueueState() {
+  synchronize_quietly();
 #if CMDGRAPH_HAVE_CUDA
-  if (stream_) (void)cuda::try_call([&] { return cudaStreamSynchronize(stream_.get()); });
+  // Fences still held learn that their work is done; errors stay with their fences.
+  if (pending_) pending_->device()->mark_finished(cudaSuccess);
 #endif
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [&] { return !running_; });
@@ -59,24 +61,52 @@ NativeStream QueueState::stream() const noexcept {
 #endif
 }
 
-void QueueState::track(std::shared_ptr<FenceState> fence) {
-  std::lock_guard lock(mutex_);
-  // Bound the list between waits: finished launches without errors need no reporting.
-  if (tracked_.size() >= 1024) {
-    std::erase_if(tracked_, [](const auto& f) { return f->done() && !f->error(); });
+QueueState::Submission::Submission(QueueState& queue) : queue_(queue), lock_(queue.mutex_) {
+  // use_count 1: only this queue holds the previous fence, so nobody can ever ask for its
+  // marker; skip the event.
+  if (queue_.pending_ && queue_.pending_.use_count() > 1) {
+    queue_.pending_->device()->mark(queue_.stream());
   }
-  tracked_.push_back(std::move(fence));
+  queue_.pending_.reset();
 }
 
-std::exception_ptr QueueState::take_device_error() {
-  std::vector<std::shared_ptr<FenceState>> fences;
+void QueueState::Submission::commit(const std::shared_ptr<FenceState>& fence,
+                                    const std::shared_ptr<const LaunchErrors>& errors,
+                                    std::uint64_t launch) {
+  queue_.pending_ = fence;
+  for (LaunchRange& r : queue_.unreported_) {
+    if (r.errors == errors) {
+      r.first = std::min(r.first, launch);
+      r.last = std::max(r.last, launch);
+      return;
+    }
+  }
+  queue_.unreported_.push_back({errors, launch, launch});
+}
+
+void QueueState::mark(FenceState& fence) {
+  std::lock_guard lock(mutex_);
+  if (pending_.get() != &fence) return;  // marked already
+  fence.device()->mark(stream());
+  pending_.reset();
+}
+
+void QueueState::synchronize_quietly() noexcept {
+#if CMDGRAPH_HAVE_CUDA
+  if (stream_) (void)cuda::try_call([&] { return cudaStreamSynchronize(stream_.get()); });
+#endif
+}
+
+std::exception_ptr QueueState::take_device_error(int status) {
+  std::vector<LaunchRange> ranges;
   {
     std::lock_guard lock(mutex_);
-    fences.swap(tracked_);
+    ranges.swap(unreported_);
+    if (pending_) pending_->device()->mark_finished(status);
+    pending_.reset();
   }
-  for (auto& f : fences) {
-    f->wait();
-    if (auto e = f->error()) return e;
+  for (const LaunchRange& r : ranges) {
+    if (auto e = r.errors->first_error(r.first, r.last, status)) return e;
   }
   return nullptr;
 }
@@ -85,7 +115,7 @@ void QueueState::submit(Job job) {
   {
     std::lock_guard lock(mutex_);
     if (running_) {
-      pending_.push_back(std::move(job));
+      jobs_.push_back(std::move(job));
       return;
     }
     running_ = true;
@@ -104,13 +134,13 @@ void QueueState::finished(std::exception_ptr error) {
   {
     std::lock_guard lock(mutex_);
     if (error && !first_error_) first_error_ = error;
-    if (pending_.empty()) {
+    if (jobs_.empty()) {
       running_ = false;
       idle_.notify_all();
       return;
     }
-    next = std::move(pending_.front());
-    pending_.pop_front();
+    next = std::move(jobs_.front());
+    jobs_.pop_front();
   }
   // Start the next job from the pool, not from inside this one's completion: a run of jobs
   // that finish at once must not nest on the stack.
@@ -128,8 +158,8 @@ void QueueState::wait() {
 #if CMDGRAPH_HAVE_CUDA
   if (stream_) {
     const cudaError_t status = cuda::try_call([&] { return cudaStreamSynchronize(stream_.get()); });
-    if (auto e = take_device_error()) std::rethrow_exception(e);
-    if (status != cudaSuccess) cuda::fail(status, "cudaStreamSynchronize", {});
+    if (auto e = take_device_error(status)) std::rethrow_exception(e);
+    if (status != cudaSuccess) cuda::fail(status, "cudaStreamSynchronize", cuda::no_command);
     return;
   }
 #endif
@@ -166,6 +196,11 @@ Queue::~Queue() = default;
 detail::QueueState& Queue::state() const {
   if (!state_) throw Error(errc::invalid_handle, "a moved-from queue was used");
   return *state_;
+}
+
+const std::shared_ptr<detail::QueueState>& Queue::shared_state() const {
+  state();
+  return state_;
 }
 
 Device Queue::device() const noexcept { return state_ ? state_->device() : Device::host(); }

@@ -1,6 +1,8 @@
 // QueueState: the ordered lane behind a Queue. On a CUDA device, a non-blocking stream with
-// a priority, plus the fences of launches not yet reported by a wait. On the host device, a
-// FIFO of jobs that start one after another on the host pool.
+// a priority; it records each launch's completion marker only when the launch's fence is still
+// held when the next launch comes (or is queried), and remembers which executables launched
+// since the last wait so the wait can report their errors. On the host device, a FIFO of jobs
+// that start one after another on the host pool.
 #pragma once
 
 #include <cmdgraph/detail/native.hpp>
@@ -12,6 +14,7 @@
 #endif
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -23,6 +26,17 @@
 namespace cmdgraph::detail {
 
 class FenceState;
+
+/// Where a queue's wait finds the errors of launches it did not watch one by one: one per
+/// executable instance, asked about a range of its launch numbers.
+class LaunchErrors {
+ public:
+  virtual ~LaunchErrors() = default;
+  /// The first error among launches [first, last], all finished; `device_status` is what
+  /// synchronizing the stream returned (non-zero after a device fault).
+  virtual std::exception_ptr first_error(std::uint64_t first, std::uint64_t last,
+                                         int device_status) const = 0;
+};
 
 class QueueState {
  public:
@@ -43,8 +57,27 @@ class QueueState {
 
   /// Host lane: `job` starts once every job submitted before it has finished.
   void submit(Job job);
-  /// CUDA: remembers a launch's fence so wait() can report its error.
-  void track(std::shared_ptr<FenceState> fence);
+
+  /// CUDA: holds the queue while one launch enqueues its work. Opening it records the
+  /// previous launch's marker if that launch's fence is still held, so the marker lands right
+  /// after that launch.
+  class Submission {
+   public:
+    explicit Submission(QueueState& queue);
+    Submission(const Submission&) = delete;
+    Submission& operator=(const Submission&) = delete;
+    /// The launch is enqueued: its fence (unmarked) and where its errors are kept.
+    void commit(const std::shared_ptr<FenceState>& fence,
+                const std::shared_ptr<const LaunchErrors>& errors, std::uint64_t launch);
+
+   private:
+    QueueState& queue_;
+    std::lock_guard<std::mutex> lock_;
+  };
+  /// Records `fence`'s marker now if it is still waiting for one.
+  void mark(FenceState& fence);
+  /// Waits for everything enqueued so far, reporting nothing (for destructors).
+  void synchronize_quietly() noexcept;
   /// Blocks until everything submitted has finished; rethrows the first error since the
   /// previous wait.
   void wait();
@@ -53,9 +86,15 @@ class QueueState {
  private:
   void start(Job job);
   void finished(std::exception_ptr error);
-  /// Takes the first error of the tracked fences (all finished by now) and forgets them.
-  std::exception_ptr take_device_error();
+  /// After the stream was synchronized with `status`: settles the pending fence and returns
+  /// the first error of the launches since the previous wait, forgetting them.
+  std::exception_ptr take_device_error(int status);
   void rethrow_pending_error(std::unique_lock<std::mutex>& lock);
+
+  struct LaunchRange {
+    std::shared_ptr<const LaunchErrors> errors;
+    std::uint64_t first, last;
+  };
 
   Device device_;
   Priority priority_;
@@ -65,10 +104,11 @@ class QueueState {
 #endif
   std::mutex mutex_;
   std::condition_variable idle_;
-  std::deque<Job> pending_;
+  std::deque<Job> jobs_;
   bool running_ = false;
   std::exception_ptr first_error_;
-  std::vector<std::shared_ptr<FenceState>> tracked_;
+  std::shared_ptr<FenceState> pending_;  // the last launch's fence, not marked yet
+  std::vector<LaunchRange> unreported_;  // per executable: launches since the last wait
 };
 
 }  // namespace cmdgraph::detail

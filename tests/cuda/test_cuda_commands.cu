@@ -297,3 +297,33 @@ TEST_CASE("cuda.device.properties_and_queues" * doctest::timeout(30)) {
   CHECK(prio_high == p.greatest_priority);
   CHECK(prio_low == p.least_priority);
 }
+
+TEST_CASE("cuda.fence.marks_each_launch_it_is_held_for" * doctest::timeout(60)) {
+  // A fence kept while the next launch is enqueued signals when its own launch ends, not when
+  // the queue drains; fences nobody keeps cost no event, and the queue still reports errors.
+  const Device gpu = Device::cuda(0);
+  for (Backend backend : cuda_backends) {
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
+    HostBuffer<int> flag(1);
+    flag[0] = 0;
+    Buffer<int> counter(gpu, 1);
+    CommandBuffer quick("quick"), slow("slow");
+    quick.launch(&increment, LaunchConfig{{1}, {1}}, counter.data());
+    slow.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data());
+    Executable q_exe = compile(quick, gpu, {.backend = backend});
+    Executable s_exe = compile(slow, gpu, {.backend = backend});
+    Queue q(gpu);
+    for (int i = 0; i < 10; ++i) q_exe.launch(q);  // fences dropped
+    Fence kept = q_exe.launch(q);
+    Fence blocked = s_exe.launch(q);                // enqueued behind `kept`
+    CHECK(kept.wait_for(std::chrono::seconds(5)));  // ends while the spinner still spins
+    CHECK_FALSE(blocked.ready());
+    reinterpret_cast<volatile int*>(flag.data())[0] = 1;
+    blocked.wait();
+    q.wait();
+    int value = 0;
+    TEST_CUDA(cudaMemcpy(&value, counter.data(), 4, cudaMemcpyDeviceToHost));
+    CHECK(value >= 11);
+  }
+}

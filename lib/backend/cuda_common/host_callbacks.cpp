@@ -16,6 +16,12 @@ std::exception_ptr HostErrors::find(std::uint64_t launch) {
   return it == errors_.end() ? nullptr : it->second;
 }
 
+std::exception_ptr HostErrors::find(std::uint64_t first, std::uint64_t last) {
+  std::lock_guard lock(mutex_);
+  const auto it = errors_.lower_bound(first);
+  return it == errors_.end() || it->first > last ? nullptr : it->second;
+}
+
 void HostErrors::forget_before(std::uint64_t launch) {
   std::lock_guard lock(mutex_);
   errors_.erase(errors_.begin(), errors_.lower_bound(launch));

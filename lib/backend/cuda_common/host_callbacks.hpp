@@ -28,6 +28,8 @@ class HostErrors {
   void record(std::uint64_t launch, std::exception_ptr error);
   /// The first error of `launch`, kept for later takers.
   std::exception_ptr find(std::uint64_t launch);
+  /// The first error of launches [first, last].
+  std::exception_ptr find(std::uint64_t first, std::uint64_t last);
   /// Forgets the errors of launches before `launch` (their fences have all been released).
   void forget_before(std::uint64_t launch);
 

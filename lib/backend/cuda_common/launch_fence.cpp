@@ -1,9 +1,12 @@
-// LaunchCompletion: event queries, fault messages, host task errors.
+// LaunchCompletion: lazily recorded events, fault messages, host task errors; Retirement.
 #include "backend/cuda_common/launch_fence.hpp"
 
 #include "cuda/check.hpp"
 
 #include <cmdgraph/error.hpp>
+
+#include <exception>
+#include <utility>
 
 namespace cmdgraph::detail {
 
@@ -28,65 +31,120 @@ void EventPool::give(cuda::Event event) noexcept {
   }
 }
 
+std::exception_ptr LaunchContext::fault(int status) const {
+  // A device fault does not say which kernel caused it: name every command running device
+  // code in this executable (with one such command, that is exact).
+  const auto s = static_cast<cudaError_t>(status);
+  std::string list;
+  for (const auto& name : suspects) list += (list.empty() ? "'" : ", '") + name + "'";
+  return std::make_exception_ptr(Error(
+      errc::cuda_error,
+      "the launch of '" + executable + "' on cuda:" + std::to_string(device) + " failed: " +
+          cudaGetErrorName(s) + " (" + cudaGetErrorString(s) + ")" +
+          (list.empty() ? "" : "; device code that may have faulted: " + list),
+      suspects, status));
+}
+
+std::exception_ptr LaunchContext::first_error(std::uint64_t first, std::uint64_t last,
+                                              int device_status) const {
+  if (device_status != cudaSuccess) return fault(device_status);
+  return host_errors ? host_errors->find(first, last) : nullptr;
+}
+
 namespace {
 
 class LaunchCompletion final : public DeviceCompletion {
  public:
-  LaunchCompletion(cuda::Event event, std::shared_ptr<const LaunchContext> context,
-                   std::uint64_t launch)
-      : event_(std::move(event)), context_(std::move(context)), launch_(launch) {}
-  ~LaunchCompletion() override { context_->events->give(std::move(event_)); }
+  LaunchCompletion(std::shared_ptr<const LaunchContext> context, std::uint64_t launch)
+      : context_(std::move(context)), launch_(launch) {}
+  ~LaunchCompletion() override {
+    if (event_) context_->events->give(std::move(event_));
+  }
 
+  void mark(NativeStream stream) override {
+    std::lock_guard lock(mutex_);
+    if (finished_ || event_) return;
+    try {
+      event_ = context_->events->take();
+    } catch (const Error& e) {
+      settle(static_cast<cudaError_t>(e.cuda_status()));
+      return;
+    }
+    const cudaError_t s = cuda::try_call([&] { return cudaEventRecord(event_.get(), stream); });
+    if (s != cudaSuccess) settle(s);
+  }
+  void mark_finished(int status) override {
+    std::lock_guard lock(mutex_);
+    settle(static_cast<cudaError_t>(status));
+  }
   bool query() override {
-    const cudaError_t s = cuda::try_call([&] { return cudaEventQuery(event_.get()); });
+    cudaEvent_t event = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (finished_) return true;
+      event = event_.get();
+    }
+    if (!event) return false;  // not marked: cannot be queried yet
+    const cudaError_t s = cuda::try_call([&] { return cudaEventQuery(event); });
     if (s == cudaErrorNotReady) return false;
+    std::lock_guard lock(mutex_);
     settle(s);
     return true;
   }
   void synchronize() override {
-    settle(cuda::try_call([&] { return cudaEventSynchronize(event_.get()); }));
+    cudaEvent_t event = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (finished_) return;
+      event = event_.get();
+    }
+    const cudaError_t s = cuda::try_call([&] { return cudaEventSynchronize(event); });
+    std::lock_guard lock(mutex_);
+    settle(s);
   }
   std::exception_ptr error() override {
     std::lock_guard lock(mutex_);
-    if (status_ != cudaSuccess) return fault();
+    if (status_ != cudaSuccess) {
+      (void)cudaGetLastError();
+      return context_->fault(status_);
+    }
     return context_->host_errors ? context_->host_errors->find(launch_) : nullptr;
   }
 
  private:
   void settle(cudaError_t status) {
-    std::lock_guard lock(mutex_);
+    finished_ = true;
     if (status_ == cudaSuccess) status_ = status;
   }
-  // A device fault does not say which kernel caused it: name every command running device
-  // code in this executable (with one such command, that is exact).
-  std::exception_ptr fault() const {
-    (void)cudaGetLastError();
-    std::string list;
-    for (const auto& s : context_->suspects) list += (list.empty() ? "'" : ", '") + s + "'";
-    return std::make_exception_ptr(Error(
-        errc::cuda_error,
-        "the launch of '" + context_->executable + "' on cuda:" + std::to_string(context_->device) +
-            " failed: " + cudaGetErrorName(status_) + " (" + cudaGetErrorString(status_) + ")" +
-            (list.empty() ? "" : "; device code that may have faulted: " + list),
-        context_->suspects, static_cast<int>(status_)));
-  }
 
-  cuda::Event event_;
   std::shared_ptr<const LaunchContext> context_;
   std::uint64_t launch_;
   std::mutex mutex_;
+  cuda::Event event_;
+  bool finished_ = false;
   cudaError_t status_ = cudaSuccess;
 };
 
 }  // namespace
 
-std::shared_ptr<FenceState> fence_after_launch(cudaStream_t stream,
-                                               std::shared_ptr<const LaunchContext> context,
-                                               std::uint64_t launch) {
-  cuda::Event event = context->events->take();
-  CMDGRAPH_CUDA(cuda::no_command, cudaEventRecord, event.get(), stream);
-  return std::make_shared<FenceState>(
-      std::make_unique<LaunchCompletion>(std::move(event), std::move(context), launch));
+std::shared_ptr<FenceState> launch_fence(const std::shared_ptr<const LaunchContext>& context,
+                                         std::uint64_t launch,
+                                         const std::shared_ptr<QueueState>& queue) {
+  return std::make_shared<FenceState>(std::make_shared<LaunchCompletion>(context, launch), queue);
+}
+
+void Retirement::retire(std::shared_ptr<void> keep, const std::shared_ptr<QueueState>& queue,
+                        int device) {
+  if (!queue) return;  // never launched: nothing can be using it
+  cuda::Event marker = cuda::create_event(device, false);
+  CMDGRAPH_CUDA(cuda::no_command, cudaEventRecord, marker.get(), queue->stream());
+  entries_.push_back({std::move(marker), std::move(keep)});
+}
+
+void Retirement::release_finished() noexcept {
+  std::erase_if(entries_, [](const Entry& e) {
+    return cuda::try_call([&] { return cudaEventQuery(e.marker.get()); }) != cudaErrorNotReady;
+  });
 }
 
 }  // namespace cmdgraph::detail

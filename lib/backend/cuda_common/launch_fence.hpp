@@ -1,11 +1,12 @@
-// The fence of one CUDA launch: an event recorded after the launch's work, borrowed from a
-// pool, plus what turns its end into an error: a device fault (naming the commands that run
-// device code) or a host task's exception.
+// The fence of one CUDA launch: a completion event borrowed from a pool and recorded only when
+// the queue decides someone needs it, plus what turns the launch's end into an error: a
+// device fault (naming the commands that run device code) or a host task's exception.
 #pragma once
 
 #include "backend/cuda_common/host_callbacks.hpp"
 #include "cuda/handles.hpp"
 #include "run/fence_state.hpp"
+#include "run/queue_state.hpp"
 
 #include <memory>
 #include <mutex>
@@ -27,18 +28,39 @@ class EventPool {
   std::vector<cuda::Event> free_;
 };
 
-/// What a launch's fence reports errors with; shared by all launches of one executable.
-struct LaunchContext {
+/// What the launches of one executable instance report errors with.
+struct LaunchContext final : LaunchErrors {
   std::string executable;
   int device = 0;
   std::vector<std::string> suspects;  // commands running device code
   std::shared_ptr<HostErrors> host_errors;
   std::shared_ptr<EventPool> events;
+
+  std::exception_ptr first_error(std::uint64_t first, std::uint64_t last,
+                                 int device_status) const override;
+  /// The error of a device fault with `status`, naming the suspects.
+  std::exception_ptr fault(int status) const;
 };
 
-/// Records a completion event on `stream` (after the launch's work) and returns its fence.
-std::shared_ptr<FenceState> fence_after_launch(cudaStream_t stream,
-                                               std::shared_ptr<const LaunchContext> context,
-                                               std::uint64_t launch);
+/// The fence of launch number `launch` just enqueued on `queue` (not marked yet).
+std::shared_ptr<FenceState> launch_fence(const std::shared_ptr<const LaunchContext>& context,
+                                         std::uint64_t launch,
+                                         const std::shared_ptr<QueueState>& queue);
+
+/// Keeps what launches in flight may still use (host callbacks, an old instantiation) until
+/// the work enqueued on their queue so far has finished.
+class Retirement {
+ public:
+  void retire(std::shared_ptr<void> keep, const std::shared_ptr<QueueState>& queue, int device);
+  /// Drops whatever is no longer in use. Cheap when nothing is retired.
+  void release_finished() noexcept;
+
+ private:
+  struct Entry {
+    cuda::Event marker;
+    std::shared_ptr<void> keep;
+  };
+  std::vector<Entry> entries_;
+};
 
 }  // namespace cmdgraph::detail

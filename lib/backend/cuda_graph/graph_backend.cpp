@@ -106,27 +106,26 @@ class GraphExecutable final : public ExecutableImpl {
 
   ~GraphExecutable() override {
     // Host nodes of a launch in flight point into this object: let it finish first.
-    if (last_) {
-      try {
-        last_->wait();
-      } catch (...) {
-      }
-    }
+    if (auto queue = last_queue_.lock()) queue->synchronize_quietly();
   }
 
-  Fence launch(QueueState& queue) override {
+  Fence launch(const std::shared_ptr<QueueState>& queue) override {
     const cuda::ScopedDevice on(device().ordinal());
     std::lock_guard lock(mutex_);
+    QueueState::Submission submission(*queue);
+    cudaStream_t stream = queue->stream();
     if (current_.uploaded) {
-      CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, queue.stream(), current_.uploaded.get(), 0u);
+      CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, stream, current_.uploaded.get(), 0u);
       current_.uploaded.reset();  // CUDA keeps the event alive until the wait is satisfied
       current_.upload.reset();
     }
-    CMDGRAPH_CUDA(name(), cudaGraphLaunch, current_.exec.get(), queue.stream());
-    last_ = fence_after_launch(queue.stream(), current_.context, launches_++);
-    queue.track(last_);
-    release_retired();
-    return Fence(last_);
+    CMDGRAPH_CUDA(name(), cudaGraphLaunch, current_.exec.get(), stream);
+    const std::uint64_t launch = launches_++;
+    std::shared_ptr<FenceState> fence = launch_fence(current_.context, launch, queue);
+    submission.commit(fence, current_.context, launch);
+    last_queue_ = queue;
+    retirement_.release_finished();
+    return Fence(std::move(fence));
   }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
@@ -193,8 +192,9 @@ class GraphExecutable final : public ExecutableImpl {
         // The exec now points at the fresh graph's host callbacks; per-node updates keep
         // addressing the nodes it was instantiated from, which map command for command.
         std::lock_guard lock(mutex_);
-        retire(std::make_shared<HostCallbacks>(
-            std::exchange(current_.built.callbacks, std::move(fresh.callbacks))));
+        retirement_.retire(std::make_shared<HostCallbacks>(std::exchange(
+                               current_.built.callbacks, std::move(fresh.callbacks))),
+                           last_queue_.lock(), device);
         args_ = std::move(args);
         replace_plan(std::move(plan));
         return {};
@@ -217,29 +217,20 @@ class GraphExecutable final : public ExecutableImpl {
   UpdateResult rebuild(std::shared_ptr<const Plan> plan, ArgumentStore args, std::string why) {
     Instance fresh = instantiate(*plan, args, device().ordinal(), nullptr);
     std::lock_guard lock(mutex_);
-    retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))));
+    retirement_.retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))),
+                       last_queue_.lock(), device().ordinal());
     launches_ = 0;  // the fresh instance counts its own launches for host-task errors
     args_ = std::move(args);
     replace_plan(std::move(plan));
     return {true, std::move(why)};
   }
 
-  // Keeps what launches in flight may still use until the last of them has finished.
-  struct Retired {
-    std::shared_ptr<FenceState> until;
-    std::shared_ptr<void> keep;
-  };
-  void retire(std::shared_ptr<void> keep) { retired_.push_back({last_, std::move(keep)}); }
-  void release_retired() {
-    std::erase_if(retired_, [](const Retired& r) { return !r.until || r.until->done(); });
-  }
-
   ArgumentStore args_;
   Instance current_;
   std::mutex mutex_;
   std::uint64_t launches_ = 0;
-  std::shared_ptr<FenceState> last_;
-  std::vector<Retired> retired_;
+  std::weak_ptr<QueueState> last_queue_;
+  Retirement retirement_;
 };
 
 }  // namespace

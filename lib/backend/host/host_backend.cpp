@@ -84,13 +84,13 @@ class HostExecutable final : public ExecutableImpl {
         program_(std::move(program)),
         arguments_(std::make_shared<ArgumentStore>(program_->plan->recording->arguments())) {}
 
-  Fence launch(QueueState& queue) override {
+  Fence launch(const std::shared_ptr<QueueState>& queue) override {
     auto fence = std::make_shared<FenceState>();
     // Two threads may launch at once: the lock makes each queue see launches in the order
     // they chain, so no queued launch ever waits for one queued behind it.
     std::lock_guard lock(mutex_);
     std::shared_ptr<FenceState> previous = std::exchange(last_, fence);
-    queue.submit([program = program_, arguments = std::shared_ptr<const ArgumentStore>(arguments_),
+    queue->submit([program = program_, arguments = std::shared_ptr<const ArgumentStore>(arguments_),
                   fence, previous](QueueState::Done done) {
       auto go = [program, arguments, fence, done] {
         std::make_shared<HostLaunch>(program, arguments, fence, done)->start();

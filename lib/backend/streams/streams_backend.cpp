@@ -37,25 +37,23 @@ class StreamsExecutable final : public ExecutableImpl {
   }
 
   ~StreamsExecutable() override {
-    if (last_) {
-      try {
-        last_->wait();  // host callbacks of a launch in flight point into this object
-      } catch (...) {
-      }
-    }
+    // Host callbacks of a launch in flight point into this object: let it finish first.
+    if (auto queue = last_queue_.lock()) queue->synchronize_quietly();
   }
 
-  Fence launch(QueueState& queue) override {
+  Fence launch(const std::shared_ptr<QueueState>& queue) override {
     const cuda::ScopedDevice on(device().ordinal());
     std::lock_guard lock(mutex_);
-    const std::vector<cudaStream_t>& lanes = lanes_for(queue);
+    QueueState::Submission submission(*queue);
+    const std::vector<cudaStream_t>& lanes = lanes_for(*queue);
     cudaStream_t main = lanes[0];
-    if (last_stream_ && last_stream_ != main) {
+    const std::shared_ptr<QueueState> previous = last_queue_.lock();
+    if (previous && previous != queue) {
       // The previous launch ran from another queue: start after it, as CUDA does for graphs.
-      CMDGRAPH_CUDA(name(), cudaEventRecord, done_.get(), last_stream_);
+      CMDGRAPH_CUDA(name(), cudaEventRecord, done_.get(), previous->stream());
       CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, main, done_.get(), 0u);
     }
-    last_stream_ = main;
+    last_queue_ = queue;
     if (forks_) CMDGRAPH_CUDA(name(), cudaEventRecord, fork_.get(), main);
     std::uint32_t current = 0;
     try {
@@ -79,10 +77,11 @@ class StreamsExecutable final : public ExecutableImpl {
       join_everything(lanes);
       std::rethrow_exception(task_failure("capture", tasks_[current].name));
     }
-    last_ = fence_after_launch(main, context_, launches_++);
-    queue.track(last_);
-    release_retired();
-    return Fence(last_);
+    const std::uint64_t launch = launches_++;
+    std::shared_ptr<FenceState> fence = launch_fence(context_, launch, queue);
+    submission.commit(fence, context_, launch);
+    retirement_.release_finished();
+    return Fence(std::move(fence));
   }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
@@ -142,7 +141,10 @@ class StreamsExecutable final : public ExecutableImpl {
     context->events = context_ ? context_->events : std::make_shared<EventPool>(device);
 
     // Nothing above touched this object: commit.
-    retire(std::make_shared<Keep>(Keep{host_errors_, callbacks_}));
+    if (callbacks_) {
+      retirement_.retire(std::make_shared<Keep>(Keep{host_errors_, callbacks_}), last_queue_.lock(),
+                         device);
+    }
     flat_ = std::move(flat);
     schedule_ = std::move(schedule);
     host_errors_ = std::move(errors);
@@ -188,16 +190,6 @@ class StreamsExecutable final : public ExecutableImpl {
     std::shared_ptr<HostErrors> errors;
     std::shared_ptr<HostCallbacks> callbacks;
   };
-  struct Retired {
-    std::shared_ptr<FenceState> until;
-    std::shared_ptr<void> keep;
-  };
-  void retire(std::shared_ptr<void> keep) {
-    if (last_) retired_.push_back({last_, std::move(keep)});
-  }
-  void release_retired() {
-    std::erase_if(retired_, [](const Retired& r) { return r.until->done(); });
-  }
 
   unsigned max_streams_;
   std::unique_ptr<ArgumentStore> arguments_;  // on the heap: tasks point into it
@@ -215,9 +207,8 @@ class StreamsExecutable final : public ExecutableImpl {
   std::shared_ptr<const LaunchContext> context_;
   std::mutex mutex_;
   std::uint64_t launches_ = 0;
-  std::shared_ptr<FenceState> last_;
-  cudaStream_t last_stream_ = nullptr;
-  std::vector<Retired> retired_;
+  std::weak_ptr<QueueState> last_queue_;
+  Retirement retirement_;
 };
 
 }  // namespace
