@@ -96,7 +96,7 @@ void compare(const char* what, const std::function<void(HandChains&)>& hand, Com
   Executable exe = compile(cmd, gpu, {.backend = Backend::streams, .max_streams = lanes});
   constexpr int launches = 20;
   std::vector<double> raw, ours;
-  for (int t = 0; t < 8; ++t) {
+  for (int t = 0; t < 16; ++t) {
     const double r = bench::device_us(q.native_handle(), [&] {
       for (int i = 0; i < launches; ++i) hand(h);
     }) / launches;

@@ -9,4 +9,5 @@
 #include <cmdgraph/executable.hpp>
 #include <cmdgraph/fence.hpp>
 #include <cmdgraph/memory.hpp>
+#include <cmdgraph/portable.hpp>
 #include <cmdgraph/queue.hpp>
