@@ -234,6 +234,8 @@ void update_time() {
     }
     return again;
   };
+  CommandBuffer whole_cmd = record(0);
+  Executable whole = compile(whole_cmd, gpu, {.backend = Backend::cuda_graph});
   std::vector<double> raw, ours, rebuild, recompile, rerecorded;
   for (int t = 0; t < 6; ++t) {
     int value = t + 1;
@@ -263,7 +265,7 @@ void update_time() {
     }));
     // Or re-record and update the whole executable (cudaGraphExecUpdate).
     CommandBuffer again = record(value);
-    rerecorded.push_back(bench::host_us([&] { exe.update(again); }));
+    rerecorded.push_back(bench::host_us([&] { whole.update(again); }));
   }
   // The updates took effect: one more launch stores the last value everywhere.
   Queue q(gpu);
