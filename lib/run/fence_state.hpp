@@ -41,9 +41,11 @@ class DeviceCompletion {
 class FenceState : public std::enable_shared_from_this<FenceState> {
  public:
   FenceState() = default;
-  /// Device work enqueued on `queue`, not marked yet.
-  FenceState(std::shared_ptr<DeviceCompletion> device, std::weak_ptr<QueueState> queue)
-      : device_(std::move(device)), queue_(std::move(queue)) {}
+  /// Device work enqueued on `queue`, not marked yet; `device` lives as long as this fence
+  /// (a derived class holds both in one allocation).
+  FenceState(DeviceCompletion* device, std::weak_ptr<QueueState> queue)
+      : device_(device), queue_(std::move(queue)) {}
+  virtual ~FenceState() = default;
 
   /// Host work: marks it finished (with `error` if it failed); runs continuations here.
   void complete(std::exception_ptr error = nullptr);
@@ -57,7 +59,7 @@ class FenceState : public std::enable_shared_from_this<FenceState> {
   void on_complete(std::function<void()> fn);
 
   /// The device side, for the queue that marks it.
-  DeviceCompletion* device() const noexcept { return device_.get(); }
+  DeviceCompletion* device() const noexcept { return device_; }
 
  private:
   friend class FenceWatcher;
@@ -66,7 +68,7 @@ class FenceState : public std::enable_shared_from_this<FenceState> {
   /// Has the queue record the marker if it has not yet.
   void ensure_marked();
 
-  std::shared_ptr<DeviceCompletion> device_;
+  DeviceCompletion* device_ = nullptr;
   std::weak_ptr<QueueState> queue_;
   std::mutex mutex_;
   std::condition_variable cv_;

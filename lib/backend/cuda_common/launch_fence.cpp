@@ -125,12 +125,23 @@ class LaunchCompletion final : public DeviceCompletion {
   cudaError_t status_ = cudaSuccess;
 };
 
+// A launch's fence and its completion in one allocation: launch() makes one per call.
+class LaunchFence final : public FenceState {
+ public:
+  LaunchFence(const std::shared_ptr<const LaunchContext>& context, std::uint64_t launch,
+              const std::shared_ptr<QueueState>& queue)
+      : FenceState(&completion_, queue), completion_(context, launch) {}
+
+ private:
+  LaunchCompletion completion_;
+};
+
 }  // namespace
 
 std::shared_ptr<FenceState> launch_fence(const std::shared_ptr<const LaunchContext>& context,
                                          std::uint64_t launch,
                                          const std::shared_ptr<QueueState>& queue) {
-  return std::make_shared<FenceState>(std::make_shared<LaunchCompletion>(context, launch), queue);
+  return std::make_shared<LaunchFence>(context, launch, queue);
 }
 
 void Retirement::retire(std::shared_ptr<void> keep, const std::shared_ptr<QueueState>& queue,
