@@ -38,18 +38,23 @@ void FaultInjection::disarm() {
 
 std::uint64_t FaultInjection::calls() { return injection::counted.load(); }
 
+std::string describe(cudaError_t status) {
+  return std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";
+}
+
+void clear_error() noexcept { (void)cudaGetLastError(); }
+
 namespace {
 Error to_error(cudaError_t status, const char* call, std::string_view command) {
   // Clear the sticky last error so later, unrelated calls do not report this one again.
-  (void)cudaGetLastError();
+  clear_error();
   std::string message = std::string(call) + " failed";
   std::vector<std::string> commands;
   if (!command.empty()) {
     message += " for command '" + std::string(command) + "'";
     commands.emplace_back(command);
   }
-  message += ": " + std::string(cudaGetErrorName(status)) + " (" +
-             cudaGetErrorString(status) + ")";
+  message += ": " + describe(status);
   const errc code = status == cudaErrorMemoryAllocation ? errc::out_of_memory : errc::cuda_error;
   return Error(code, message, std::move(commands), static_cast<int>(status));
 }

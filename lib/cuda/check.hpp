@@ -22,6 +22,11 @@ inline constexpr std::string_view no_command{};
 /// An Error for `status` without throwing it (for errors reported later, e.g. from a fence).
 std::exception_ptr make_error(cudaError_t status, const char* call, std::string_view command);
 
+/// "cudaErrorName (description)" for a status.
+std::string describe(cudaError_t status);
+/// Clears CUDA's sticky last error after a failure this layer has already reported.
+void clear_error() noexcept;
+
 namespace injection {
 /// Armed when a test asked for a failure; read on every call, so kept apart and cheap.
 extern std::atomic<bool> armed;

@@ -31,7 +31,7 @@ namespace {
 // unrelated call to trip over.
 template <class F>
 void destroy(F&& f) noexcept {
-  if (try_call(std::forward<F>(f)) != cudaSuccess) (void)cudaGetLastError();
+  if (try_call(std::forward<F>(f)) != cudaSuccess) clear_error();
 }
 }  // namespace
 

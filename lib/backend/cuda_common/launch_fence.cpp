@@ -40,7 +40,7 @@ std::exception_ptr LaunchContext::fault(int status) const {
   return std::make_exception_ptr(Error(
       errc::cuda_error,
       "the launch of '" + executable + "' on cuda:" + std::to_string(device) + " failed: " +
-          cudaGetErrorName(s) + " (" + cudaGetErrorString(s) + ")" +
+          cuda::describe(s) +
           (list.empty() ? "" : "; device code that may have faulted: " + list),
       suspects, status));
 }
@@ -105,7 +105,7 @@ class LaunchCompletion final : public DeviceCompletion {
   std::exception_ptr error() override {
     std::lock_guard lock(mutex_);
     if (status_ != cudaSuccess) {
-      (void)cudaGetLastError();
+      cuda::clear_error();
       return context_->fault(status_);
     }
     return context_->host_errors ? context_->host_errors->find(launch_) : nullptr;

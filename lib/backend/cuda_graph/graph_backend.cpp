@@ -199,7 +199,7 @@ class GraphExecutable final : public ExecutableImpl {
         replace_plan(std::move(plan));
         return {};
       }
-      (void)cudaGetLastError();
+      cuda::clear_error();
       const std::string why = std::string("CUDA refused the update (") + to_string(info.result) + ")";
       if (!options.reinstantiate_if_needed) {
         const std::string at = fresh.name_of(info.errorNode);

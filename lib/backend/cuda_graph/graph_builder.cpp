@@ -149,11 +149,11 @@ cuda::Graph GraphBuilder::capture(const Plan& plan, std::uint32_t c) {
       cuda::try_call([&] { return cudaStreamEndCapture(capture_stream_, &captured); });
   if (thrown) std::rethrow_exception(thrown);
   if (ended != cudaSuccess) {
-    (void)cudaGetLastError();
+    cuda::clear_error();
     throw Error(errc::unsupported,
                 "command '" + name + "' cannot be captured into a graph: " +
-                    cudaGetErrorName(ended) + " (the callable made a call that stream capture "
-                    "forbids, such as a synchronization or an allocation)",
+                    cuda::describe(ended) + "; the callable made a call that stream capture "
+                    "forbids, such as a synchronization or an allocation",
                 {name}, static_cast<int>(ended));
   }
   return child;

@@ -183,7 +183,7 @@ class StreamsExecutable final : public ExecutableImpl {
       (void)cuda::try_call([&] { return cudaEventRecord(e, lanes[l]); });
       (void)cuda::try_call([&] { return cudaStreamWaitEvent(lanes[0], e, 0u); });
     }
-    (void)cudaGetLastError();
+    cuda::clear_error();
   }
 
   struct Keep {
