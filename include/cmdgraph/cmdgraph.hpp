@@ -11,3 +11,4 @@
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/portable.hpp>
 #include <cmdgraph/queue.hpp>
+#include <cmdgraph/semaphore.hpp>

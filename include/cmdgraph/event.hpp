@@ -1,8 +1,11 @@
-// Event: a marker recorded by one command and waited on by another, across queues.
+// Event: a marker recorded by one command or queue and waited on by another, and the way to
+// time work between two of them.
 #pragma once
 
+#include <cmdgraph/detail/native.hpp>
 #include <cmdgraph/device.hpp>
 
+#include <chrono>
 #include <memory>
 
 namespace cmdgraph {
@@ -11,17 +14,36 @@ namespace detail {
 class EventState;
 }
 
+struct EventOptions {
+  /// Record timestamps, so Event::elapsed can measure between two events. Timed events cost
+  /// a little more to record and wait on.
+  bool timing = false;
+};
+
 /// A device-bound synchronisation marker (cudaEvent_t on CUDA). `record(event)` marks a point;
-/// `wait(event)` orders later work after the most recent record that has executed.
+/// `wait(event)` orders later work after the most recent record made before the wait.
 /// Move-only; recordings and executables that use it keep its state alive.
 class Event {
  public:
-  explicit Event(Device device = Device::best());
+  explicit Event(Device device = Device::best(), EventOptions options = {});
   Event(Event&&) noexcept = default;
   Event& operator=(Event&&) noexcept = default;
   ~Event() = default;
 
   Device device() const noexcept;
+  bool timing() const noexcept;
+  /// True once the most recent record has been reached (false if never recorded).
+  bool ready() const;
+  /// Blocks until the most recent record has been reached.
+  void wait() const;
+  /// The CUDA event (null on the host device).
+  NativeEvent native_handle() const noexcept;
+
+  /// Time from `start` to `stop`, waiting for `stop` first. Throws Error(invalid_argument)
+  /// when either event was made without timing or they belong to different devices, and
+  /// Error(wrong_state) when either was never recorded.
+  static std::chrono::duration<double, std::milli> elapsed(const Event& start, const Event& stop);
+
   const std::shared_ptr<detail::EventState>& state() const noexcept { return state_; }
 
  private:

@@ -6,6 +6,7 @@
 #include <cmdgraph/detail/views.hpp>
 #include <cmdgraph/device.hpp>
 #include <cmdgraph/fence.hpp>
+#include <cmdgraph/semaphore.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -81,7 +82,11 @@ class Executable {
   /// executable's previous launch; returns at once. Throws Error(invalid_handle) on an empty
   /// (default-constructed or moved-from) executable, Error(device_mismatch) for a queue of
   /// another device.
-  Fence launch(Queue& queue);
+  Fence launch(Queue& queue) { return launch(queue, SubmitInfo{}); }
+  /// As launch(queue), after waiting for every `info.wait` semaphore value; signals every
+  /// `info.signal` value once it finished (before the returned fence signals). Signalled
+  /// values of one semaphore must grow in submission order (else Error(invalid_argument)).
+  Fence launch(Queue& queue, const SubmitInfo& info);
 
   Backend backend() const;
   Device device() const;

@@ -1,8 +1,14 @@
-// Fence: the completion of one launch or submission, observable from the host.
+// Fence: the completion of one launch or submission, observable from the host: wait, poll,
+// continue with a callback, convert to std::future, or co_await.
 #pragma once
 
 #include <chrono>
+#include <coroutine>
+#include <exception>
+#include <functional>
+#include <future>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 namespace cmdgraph {
@@ -27,9 +33,39 @@ class Fence {
   /// True when finished, successfully or not. Never blocks, never throws.
   bool ready() const noexcept;
 
+  /// Runs `callback` once the work finished, on cmdgraph's callback thread (never on CUDA's
+  /// own callback thread, so it may call CUDA and cmdgraph, wait on other fences, launch).
+  /// `callback` takes the work's error (null on success) or nothing. Returns a fence that
+  /// signals after the callback returned: with the callback's exception if it threw, else
+  /// with the work's error.
+  template <class F>
+  Fence then(F&& callback) const {
+    if constexpr (std::is_invocable_v<F&, std::exception_ptr>) {
+      return then_impl(std::function<void(std::exception_ptr)>(std::forward<F>(callback)));
+    } else {
+      static_assert(std::is_invocable_v<F&>, "then() takes f() or f(std::exception_ptr)");
+      return then_impl([f = std::forward<F>(callback)](std::exception_ptr) mutable { f(); });
+    }
+  }
+
+  /// A future that becomes ready with the work (and throws its error from get()).
+  std::future<void> to_future() const;
+  operator std::future<void>() const { return to_future(); }
+
+  /// `co_await fence` suspends the coroutine until the work finished; it resumes on cmdgraph's
+  /// callback thread and rethrows the work's error.
+  struct Awaiter {
+    const Fence* fence;
+    bool await_ready() const noexcept { return fence->ready(); }
+    void await_suspend(std::coroutine_handle<> handle) const;
+    void await_resume() const { fence->wait(); }
+  };
+  Awaiter operator co_await() const noexcept { return Awaiter{this}; }
+
   const std::shared_ptr<detail::FenceState>& state() const noexcept { return state_; }
 
  private:
+  Fence then_impl(std::function<void(std::exception_ptr)> callback) const;
   std::shared_ptr<detail::FenceState> state_;
 };
 

@@ -1,11 +1,18 @@
-// Queue: an ordered lane of submitted work on one device (a CUDA stream or a host lane).
+// Queue: an ordered lane of submitted work on one device (a CUDA stream or a host lane), with
+// a priority; QueuePool: a bounded set of queues per priority handed out round-robin.
 #pragma once
 
 #include <cmdgraph/detail/native.hpp>
 #include <cmdgraph/device.hpp>
+#include <cmdgraph/fence.hpp>
+#include <cmdgraph/semaphore.hpp>
 
+#include <array>
+#include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <memory>
+#include <vector>
 
 namespace cmdgraph {
 
@@ -13,7 +20,11 @@ namespace detail {
 class QueueState;
 }
 
-/// Urgency of a queue's work, mapped onto the device's stream priority range.
+class Event;
+class Executable;
+
+/// Urgency of a queue's work, mapped onto the device's stream priority range: low is its
+/// least urgent priority, high its most urgent, normal half way.
 enum class Priority : unsigned char { low, normal, high };
 
 /// Work submitted to one queue runs in submission order; work of different queues may overlap.
@@ -21,13 +32,27 @@ enum class Priority : unsigned char { low, normal, high };
 class Queue {
  public:
   explicit Queue(Device device = Device::best(), Priority priority = Priority::normal);
+  /// A queue with an explicit CUDA stream priority, clamped to the device's range
+  /// (numerically smaller is more urgent on CUDA; ignored on the host).
+  Queue(Device device, int native_priority);
   Queue(Queue&&) noexcept;
   Queue& operator=(Queue&&) noexcept;
   ~Queue();
 
   Device device() const noexcept;
+  /// The stream priority in use (0 on the host).
+  int native_priority() const noexcept;
+
+  /// Runs `executable` after everything submitted so far and after waiting for every
+  /// `info.wait` value; signals every `info.signal` value once it finished. Returns at once.
+  Fence submit(Executable& executable, const SubmitInfo& info = {});
+  /// Later work on this queue waits for the most recent record of `event` made before now.
+  void wait(const Event& event);
+  /// Marks `event` once the work submitted so far has finished.
+  void record(Event& event);
+
   /// Blocks until everything submitted so far has finished; rethrows the first error of any
-  /// launch finished since the last wait that its fence has not reported.
+  /// launch since the previous wait.
   void wait();
   /// As wait(), for at most `timeout`; false when the time ran out.
   bool wait_for(std::chrono::nanoseconds timeout);
@@ -39,6 +64,27 @@ class Queue {
 
  private:
   std::shared_ptr<detail::QueueState> state_;
+};
+
+/// A fixed set of queues per priority, handed out round-robin. Bounded on purpose: each
+/// stream costs hardware queue slots and context switches; beyond a few per priority they
+/// only add contention. Thread-safe; the pool owns its queues.
+class QueuePool {
+ public:
+  explicit QueuePool(Device device = Device::best(), std::size_t queues_per_priority = 2);
+
+  /// The next queue of `priority`, round-robin. Valid while the pool lives.
+  Queue& acquire(Priority priority);
+  std::size_t queues_per_priority() const noexcept { return per_priority_; }
+  Device device() const noexcept { return device_; }
+  /// Waits for every queue of the pool; rethrows the first error.
+  void wait();
+
+ private:
+  Device device_;
+  std::size_t per_priority_;
+  std::array<std::vector<Queue>, 3> queues_;
+  std::array<std::atomic<std::size_t>, 3> next_{};
 };
 
 }  // namespace cmdgraph

@@ -1,13 +1,9 @@
-// EventState's host generations, and the public Event.
+// EventState's host generations and CUDA handle.
 #include "run/event_state.hpp"
 
-#include <cmdgraph/event.hpp>
-
 #include <algorithm>
-#include <functional>
 
-namespace cmdgraph {
-namespace detail {
+namespace cmdgraph::detail {
 
 EventState::EventState(Device device, bool timing) : device_(device), timing_(timing) {
 #if CMDGRAPH_HAVE_CUDA
@@ -23,35 +19,59 @@ NativeEvent EventState::native() const noexcept {
 #endif
 }
 
+bool EventState::ever_recorded() const noexcept {
+  if (recorded_.load(std::memory_order_acquire)) return true;
+  std::lock_guard lock(mutex_);
+  return begun_ > 0;
+}
+
 std::uint64_t EventState::begin_record() {
   std::lock_guard lock(mutex_);
   return ++begun_;
+}
+
+std::uint64_t EventState::latest_begun() {
+  std::lock_guard lock(mutex_);
+  return begun_;
 }
 
 void EventState::finish_record(std::uint64_t generation) {
   std::vector<std::function<void()>> ready;
   {
     std::lock_guard lock(mutex_);
-    finished_ = std::max(finished_, generation);
+    if (generation > finished_) {
+      finished_ = generation;
+      finished_at_ = std::chrono::steady_clock::now();
+    }
     auto keep = std::partition(waiters_.begin(), waiters_.end(),
                                [&](const auto& w) { return w.first > finished_; });
     for (auto it = keep; it != waiters_.end(); ++it) ready.push_back(std::move(it->second));
     waiters_.erase(keep, waiters_.end());
   }
+  finished_cv_.notify_all();
   for (auto& fn : ready) fn();
 }
 
-bool EventState::recorded_or_defer(std::function<void()> fn) {
+bool EventState::finished_or_defer(std::uint64_t target, std::function<void()> fn) {
   std::lock_guard lock(mutex_);
-  if (finished_ >= begun_) return true;
-  waiters_.emplace_back(begun_, std::move(fn));
+  if (finished_ >= target) return true;
+  waiters_.emplace_back(target, std::move(fn));
   return false;
 }
 
-}  // namespace detail
+bool EventState::finished(std::uint64_t target) const {
+  std::lock_guard lock(mutex_);
+  return finished_ >= target;
+}
 
-Event::Event(Device device) : state_(std::make_shared<detail::EventState>(device, false)) {}
+void EventState::wait_finished(std::uint64_t target) {
+  std::unique_lock lock(mutex_);
+  finished_cv_.wait(lock, [&] { return finished_ >= target; });
+}
 
-Device Event::device() const noexcept { return state_ ? state_->device() : Device::host(); }
+std::chrono::steady_clock::time_point EventState::finished_at() {
+  std::lock_guard lock(mutex_);
+  return finished_at_;
+}
 
-}  // namespace cmdgraph
+}  // namespace cmdgraph::detail

@@ -1,6 +1,8 @@
 // Executable: the public face over a backend's ExecutableImpl.
 #include "run/executable_impl.hpp"
+#include "run/event_state.hpp"
 #include "run/queue_state.hpp"
+#include "run/semaphore_state.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/queue.hpp>
@@ -19,7 +21,7 @@ detail::ExecutableImpl& Executable::impl() const {
   return *impl_;
 }
 
-Fence Executable::launch(Queue& queue) {
+Fence Executable::launch(Queue& queue, const SubmitInfo& info) {
   detail::ExecutableImpl& exe = impl();
   const std::shared_ptr<detail::QueueState>& q = queue.shared_state();
   if (!(q->device() == exe.device())) {
@@ -27,7 +29,20 @@ Fence Executable::launch(Queue& queue) {
                                            exe.device().name() + " but the queue is on " +
                                            q->device().name());
   }
-  return exe.launch(q);
+  for (const SemaphoreValue& w : info.wait) {
+    if (!w.semaphore || !w.semaphore->state()) {
+      throw Error(errc::invalid_handle, "launch of '" + exe.name() + "' waits on a moved-from semaphore");
+    }
+  }
+  for (const SemaphoreValue& s : info.signal) {
+    if (!s.semaphore || !s.semaphore->state()) {
+      throw Error(errc::invalid_handle, "launch of '" + exe.name() + "' signals a moved-from semaphore");
+    }
+    s.semaphore->state()->reserve_signal(s.value);
+  }
+  Fence fence = exe.launch(q, info);
+  for (const auto& event : exe.recorded_events()) event->note_recorded();
+  return fence;
 }
 
 Backend Executable::backend() const { return impl().stats().backend; }
@@ -35,6 +50,22 @@ Device Executable::device() const { return impl().device(); }
 const std::string& Executable::name() const { return impl().name(); }
 const ExecutableStats& Executable::stats() const { return impl().stats(); }
 Executable Executable::clone() const { return Executable(impl().clone()); }
+
+namespace detail {
+std::vector<std::shared_ptr<EventState>> ExecutableImpl::events_recorded_by(const Plan& plan) {
+  std::vector<std::shared_ptr<EventState>> events;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (plan.command(c).kind == CommandKind::event_record) {
+      events.push_back(std::get<EventPayload>(plan.command(c).payload).event);
+    }
+    if (plan.nested[c]) {
+      auto inner = events_recorded_by(*plan.nested[c]);
+      events.insert(events.end(), inner.begin(), inner.end());
+    }
+  }
+  return events;
+}
+}  // namespace detail
 
 const char* to_string(Backend backend) noexcept {
   switch (backend) {

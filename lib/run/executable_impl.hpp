@@ -9,20 +9,24 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 #include <utility>
 
 namespace cmdgraph::detail {
 
+class EventState;
 class QueueState;
 
 class ExecutableImpl {
  public:
   ExecutableImpl(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats)
-      : plan_(std::move(plan)), device_(device), stats_(std::move(stats)) {}
+      : plan_(std::move(plan)), device_(device), stats_(std::move(stats)),
+        recorded_events_(events_recorded_by(*plan_)) {}
   virtual ~ExecutableImpl() = default;
 
-  /// Enqueues one run on `queue`, after this executable's previous run.
-  virtual Fence launch(const std::shared_ptr<QueueState>& queue) = 0;
+  /// Enqueues one run on `queue`, after this executable's previous run and `info`'s waits;
+  /// `info`'s signals follow the run, before its fence signals. `info` is validated.
+  virtual Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) = 0;
   virtual std::unique_ptr<ExecutableImpl> clone() const = 0;
 
   /// The values update() writes into; launches from now on use them, a launch in flight
@@ -42,14 +46,24 @@ class ExecutableImpl {
   const std::string& name() const noexcept { return plan_->recording->name(); }
   const ExecutableStats& stats() const noexcept { return stats_; }
   ExecutableStats& stats() noexcept { return stats_; }
+  /// Events the plan's record commands record (nested plans included).
+  const std::vector<std::shared_ptr<EventState>>& recorded_events() const noexcept {
+    return recorded_events_;
+  }
 
  protected:
-  void replace_plan(std::shared_ptr<const Plan> plan) noexcept { plan_ = std::move(plan); }
+  void replace_plan(std::shared_ptr<const Plan> plan) {
+    recorded_events_ = events_recorded_by(*plan);
+    plan_ = std::move(plan);
+  }
 
  private:
+  static std::vector<std::shared_ptr<EventState>> events_recorded_by(const Plan& plan);
+
   std::shared_ptr<const Plan> plan_;
   Device device_;
   ExecutableStats stats_;
+  std::vector<std::shared_ptr<EventState>> recorded_events_;
 };
 
 }  // namespace cmdgraph::detail

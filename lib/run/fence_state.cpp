@@ -1,11 +1,10 @@
 // FenceState in both modes, and the public Fence over it.
 #include "run/fence_state.hpp"
 
-#include "run/fence_watcher.hpp"
+#include "run/watcher.hpp"
 #include "run/poll.hpp"
 #include "run/queue_state.hpp"
 
-#include <cmdgraph/fence.hpp>
 #include <exception>
 
 
@@ -79,33 +78,15 @@ void FenceState::on_complete(std::function<void()> fn) {
   if (watch) {
     // The first continuation of device work: have the watcher look for its end.
     ensure_marked();
-    FenceWatcher::instance().watch(shared_from_this());
+    Watcher::instance().watch([self = shared_from_this()] {
+      if (!self->device_->query()) return false;
+      self->resolve();
+      return true;
+    });
     return;
   }
   fn();
 }
 
 }  // namespace detail
-
-void Fence::wait() const {
-  if (!state_) return;
-  state_->wait();
-  if (auto e = state_->error()) std::rethrow_exception(e);
-}
-
-bool Fence::wait_for(std::chrono::nanoseconds timeout) const {
-  if (!state_) return true;
-  if (!state_->wait_for(timeout)) return false;
-  if (auto e = state_->error()) std::rethrow_exception(e);
-  return true;
-}
-
-bool Fence::ready() const noexcept {
-  try {
-    return !state_ || state_->done();
-  } catch (...) {
-    return true;  // a fence whose device query fails has finished, with an error
-  }
-}
-
 }  // namespace cmdgraph

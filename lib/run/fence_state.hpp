@@ -55,14 +55,13 @@ class FenceState : public std::enable_shared_from_this<FenceState> {
   /// Once done: the error, if any.
   std::exception_ptr error();
   /// Runs `fn` once finished: now if it is, else on the completing thread (host work) or the
-  /// fence watcher thread (device work). For cmdgraph's own chaining; it must not block.
+  /// watcher thread (device work). For cmdgraph's own chaining; it must not block.
   void on_complete(std::function<void()> fn);
 
   /// The device side, for the queue that marks it.
   DeviceCompletion* device() const noexcept { return device_; }
 
  private:
-  friend class FenceWatcher;
   /// Device work seen finished: records its error and runs continuations (once).
   void resolve();
   /// Has the queue record the marker if it has not yet.

@@ -1,12 +1,16 @@
 // QueueState's host lane, and the public Queue.
 #include "run/queue_state.hpp"
 
+#include "run/event_state.hpp"
 #include "run/fence_state.hpp"
+#include "run/semaphore_state.hpp"
 #include "run/poll.hpp"
 #include "run/thread_pool.hpp"
+#include "run/watcher.hpp"
 
 #if CMDGRAPH_HAVE_CUDA
 #include "cuda/check.hpp"
+#include "cuda/driver.hpp"
 #include "cuda/runtime.hpp"
 #endif
 
@@ -40,6 +44,19 @@ QueueState::QueueState(Device device, Priority priority) : device_(device), prio
     native_priority_ = stream_priority(device.ordinal(), priority);
     stream_ = cuda::create_stream(device.ordinal(), native_priority_);
   }
+#endif
+}
+
+QueueState::QueueState(Device device, int native_priority)
+    : device_(device), priority_(Priority::normal) {
+#if CMDGRAPH_HAVE_CUDA
+  if (device.is_cuda()) {
+    const auto [least, greatest] = cuda::priority_range(device.ordinal());
+    native_priority_ = std::clamp(native_priority, greatest, least);
+    stream_ = cuda::create_stream(device.ordinal(), native_priority_);
+  }
+#else
+  (void)native_priority;
 #endif
 }
 
@@ -89,6 +106,78 @@ void QueueState::mark(FenceState& fence) {
   if (pending_.get() != &fence) return;  // marked already
   fence.device()->mark(stream());
   pending_.reset();
+}
+
+void QueueState::enqueue_semaphore_waits(const SubmitInfo& info) {
+#if CMDGRAPH_HAVE_CUDA
+  for (const SemaphoreValue& w : info.wait) {
+    cuda::stream_wait_at_least(stream(), w.semaphore->state()->address(), w.value,
+                               "semaphore wait");
+  }
+#else
+  (void)info;
+#endif
+}
+
+void QueueState::enqueue_semaphore_signals(const SubmitInfo& info) {
+#if CMDGRAPH_HAVE_CUDA
+  for (const SemaphoreValue& s : info.signal) {
+    cuda::stream_write(stream(), s.semaphore->state()->address(), s.value, "semaphore signal");
+  }
+#else
+  (void)info;
+#endif
+}
+
+void QueueState::wait_event(const std::shared_ptr<EventState>& event) {
+#if CMDGRAPH_HAVE_CUDA
+  if (stream_) {
+    if (!event->device().is_cuda()) {
+      throw Error(errc::unsupported, "a CUDA queue cannot wait for an event of the host device");
+    }
+    Submission submission(*this);  // CUDA events of other devices are fine here
+    CMDGRAPH_CUDA(cuda::no_command, cudaStreamWaitEvent, stream(), event->native(), 0u);
+    return;
+  }
+  if (event->device().is_cuda()) {
+    // A host lane waiting for a GPU: the watcher polls the event.
+    submit([event](Done done) {
+      Watcher::instance().watch([event, done] {
+        if (cuda::try_call([&] { return cudaEventQuery(event->native()); }) == cudaErrorNotReady) {
+          return false;
+        }
+        done(nullptr);
+        return true;
+      });
+    });
+    return;
+  }
+#endif
+  // Host lane: the wait sees the records begun before it.
+  const std::uint64_t target = event->latest_begun();
+  submit([event, target](Done done) {
+    if (event->finished_or_defer(target, [done] { done(nullptr); })) done(nullptr);
+  });
+}
+
+void QueueState::record_event(const std::shared_ptr<EventState>& event) {
+  if (!(event->device() == device_)) {
+    throw Error(errc::device_mismatch, "an event of " + event->device().name() +
+                                           " cannot be recorded on a queue of " + device_.name());
+  }
+#if CMDGRAPH_HAVE_CUDA
+  if (stream_) {
+    Submission submission(*this);
+    CMDGRAPH_CUDA(cuda::no_command, cudaEventRecord, event->native(), stream());
+    event->note_recorded();
+    return;
+  }
+#endif
+  const std::uint64_t generation = event->begin_record();
+  submit([event, generation](Done done) {
+    event->finish_record(generation);
+    done(nullptr);
+  });
 }
 
 void QueueState::synchronize_quietly() noexcept {
@@ -186,26 +275,4 @@ bool QueueState::wait_for(std::chrono::nanoseconds timeout) {
 }
 
 }  // namespace detail
-
-Queue::Queue(Device device, Priority priority)
-    : state_(std::make_shared<detail::QueueState>(device, priority)) {}
-Queue::Queue(Queue&&) noexcept = default;
-Queue& Queue::operator=(Queue&&) noexcept = default;
-Queue::~Queue() = default;
-
-detail::QueueState& Queue::state() const {
-  if (!state_) throw Error(errc::invalid_handle, "a moved-from queue was used");
-  return *state_;
-}
-
-const std::shared_ptr<detail::QueueState>& Queue::shared_state() const {
-  state();
-  return state_;
-}
-
-Device Queue::device() const noexcept { return state_ ? state_->device() : Device::host(); }
-void Queue::wait() { state().wait(); }
-bool Queue::wait_for(std::chrono::nanoseconds timeout) { return state().wait_for(timeout); }
-NativeStream Queue::native_handle() const noexcept { return state_ ? state_->stream() : nullptr; }
-
 }  // namespace cmdgraph

@@ -8,6 +8,7 @@
 #include <cmdgraph/detail/native.hpp>
 #include <cmdgraph/device.hpp>
 #include <cmdgraph/queue.hpp>
+#include <cmdgraph/semaphore.hpp>
 
 #if CMDGRAPH_HAVE_CUDA
 #include "cuda/handles.hpp"
@@ -25,6 +26,7 @@
 
 namespace cmdgraph::detail {
 
+class EventState;
 class FenceState;
 
 /// Where a queue's wait finds the errors of launches it did not watch one by one: one per
@@ -46,6 +48,8 @@ class QueueState {
   using Job = std::function<void(Done done)>;
 
   QueueState(Device device, Priority priority);
+  /// A queue with an explicit CUDA stream priority, clamped to the device's range.
+  QueueState(Device device, int native_priority);
   ~QueueState();
 
   Device device() const noexcept { return device_; }
@@ -76,6 +80,15 @@ class QueueState {
   };
   /// Records `fence`'s marker now if it is still waiting for one.
   void mark(FenceState& fence);
+
+  /// CUDA, inside a Submission: the stream waits for every `info.wait` value (before the
+  /// work) or writes every `info.signal` value (after it).
+  void enqueue_semaphore_waits(const SubmitInfo& info);
+  void enqueue_semaphore_signals(const SubmitInfo& info);
+  /// Later work waits for `event`'s most recent record so far.
+  void wait_event(const std::shared_ptr<EventState>& event);
+  /// Marks `event` after the work submitted so far.
+  void record_event(const std::shared_ptr<EventState>& event);
   /// Waits for everything enqueued so far, reporting nothing (for destructors).
   void synchronize_quietly() noexcept;
   /// Blocks until everything submitted has finished; rethrows the first error since the

@@ -109,17 +109,19 @@ class GraphExecutable final : public ExecutableImpl {
     if (auto queue = last_queue_.lock()) queue->synchronize_quietly();
   }
 
-  Fence launch(const std::shared_ptr<QueueState>& queue) override {
+  Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) override {
     const cuda::ScopedDevice on(device().ordinal());
     std::lock_guard lock(mutex_);
     QueueState::Submission submission(*queue);
     cudaStream_t stream = queue->stream();
+    queue->enqueue_semaphore_waits(info);
     if (current_.uploaded) {
       CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, stream, current_.uploaded.get(), 0u);
       current_.uploaded.reset();  // CUDA keeps the event alive until the wait is satisfied
       current_.upload.reset();
     }
     CMDGRAPH_CUDA(name(), cudaGraphLaunch, current_.exec.get(), stream);
+    queue->enqueue_semaphore_signals(info);
     const std::uint64_t launch = launches_++;
     std::shared_ptr<FenceState> fence = launch_fence(current_.context, launch, queue);
     submission.commit(fence, current_.context, launch);

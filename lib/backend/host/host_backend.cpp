@@ -3,6 +3,7 @@
 
 #include "backend/host/host_launch.hpp"
 #include "plan/compare.hpp"
+#include "run/semaphore_state.hpp"
 #include "run/event_state.hpp"
 #include "run/queue_state.hpp"
 
@@ -84,22 +85,28 @@ class HostExecutable final : public ExecutableImpl {
         program_(std::move(program)),
         arguments_(std::make_shared<ArgumentStore>(program_->plan->recording->arguments())) {}
 
-  Fence launch(const std::shared_ptr<QueueState>& queue) override {
+  Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) override {
     auto fence = std::make_shared<FenceState>();
     // Two threads may launch at once: the lock makes each queue see launches in the order
     // they chain, so no queued launch ever waits for one queued behind it.
     std::lock_guard lock(mutex_);
     std::shared_ptr<FenceState> previous = std::exchange(last_, fence);
     queue->submit([program = program_, arguments = std::shared_ptr<const ArgumentStore>(arguments_),
-                  fence, previous](QueueState::Done done) {
-      auto go = [program, arguments, fence, done] {
-        std::make_shared<HostLaunch>(program, arguments, fence, done)->start();
+                   fence, previous, info](QueueState::Done done) {
+      auto signal = [info] {
+        for (const SemaphoreValue& s : info.signal) s.semaphore->state()->advance(s.value);
       };
-      if (previous) {
-        previous->on_complete(std::move(go));
-      } else {
-        go();
-      }
+      auto go = [program, arguments, fence, done, signal] {
+        std::make_shared<HostLaunch>(program, arguments, fence, done, signal)->start();
+      };
+      auto after_previous = [previous, go]() mutable {
+        if (previous) {
+          previous->on_complete(std::move(go));
+        } else {
+          go();
+        }
+      };
+      when_all_reached(info.wait, std::move(after_previous));
     });
     return Fence(std::move(fence));
   }

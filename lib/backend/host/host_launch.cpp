@@ -39,9 +39,11 @@ std::size_t chunk_count(std::size_t n, std::size_t workers) {
 
 HostLaunch::HostLaunch(std::shared_ptr<const HostProgram> program,
                        std::shared_ptr<const ArgumentStore> arguments,
-                       std::shared_ptr<FenceState> fence, QueueState::Done done)
+                       std::shared_ptr<FenceState> fence, QueueState::Done done,
+                       std::function<void()> before_complete)
     : program_(std::move(program)), arguments_(std::move(arguments)), fence_(std::move(fence)),
-      done_(std::move(done)), pool_size_(host_pool().size()) {
+      done_(std::move(done)), before_complete_(std::move(before_complete)),
+      pool_size_(host_pool().size()) {
   const std::size_t n = program_->flat.tasks.size();
   pending_.reset(new std::atomic<std::uint32_t>[n]);
   poisoned_.reset(new std::atomic<std::uint8_t>[n]);
@@ -194,6 +196,7 @@ void HostLaunch::finish() {
     std::lock_guard lock(error_mutex_);
     error = error_;
   }
+  if (before_complete_) before_complete_();
   fence_->complete(error);
   done_(error);
 }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -24,9 +25,11 @@ struct HostProgram {
 
 class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
  public:
+  /// `before_complete` runs when every task has finished, before the fence signals (the
+  /// submission's semaphore signals).
   HostLaunch(std::shared_ptr<const HostProgram> program,
              std::shared_ptr<const ArgumentStore> arguments, std::shared_ptr<FenceState> fence,
-             QueueState::Done done);
+             QueueState::Done done, std::function<void()> before_complete);
   /// Posts the source tasks; returns at once.
   void start();
 
@@ -51,6 +54,7 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   std::shared_ptr<const ArgumentStore> arguments_;
   std::shared_ptr<FenceState> fence_;
   QueueState::Done done_;
+  std::function<void()> before_complete_;
   std::size_t pool_size_;
 
   std::unique_ptr<std::atomic<std::uint32_t>[]> pending_;  // unfinished parents

@@ -2,47 +2,20 @@
 #include "backend/streams/stream_tasks.hpp"
 
 #include "cuda/check.hpp"
+#include "cuda/driver.hpp"
 #include "run/event_state.hpp"
 
-#include <cuda.h>
-
-#include <mutex>
 
 namespace cmdgraph::detail {
 namespace {
-
-using MemsetD16 = CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream);
-using MemsetD32 = CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream);
-
-// The runtime has only byte-wise memset on streams; the driver's wider ones are reached
-// through the runtime's entry-point query, so nothing links against libcuda directly.
-template <class Fn>
-Fn driver_entry(const char* symbol) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  CMDGRAPH_CUDA(cuda::no_command, cudaGetDriverEntryPointByVersion, symbol, &fn, 12000u, cudaEnableDefault,
-                &found);
-  if (found != cudaDriverEntryPointSuccess || !fn) {
-    cuda::fail(cudaErrorSymbolNotFound, symbol, {});
-  }
-  return reinterpret_cast<Fn>(fn);
-}
 
 void fill_on_stream(const FillSpec& f, cudaStream_t stream, const std::string& name) {
   const std::size_t count = f.dst.bytes / f.element_size;
   if (f.element_size == 1) {
     CMDGRAPH_CUDA(name, cudaMemsetAsync, f.dst.data, static_cast<int>(f.value), count, stream);
-    return;
-  }
-  const auto ptr = reinterpret_cast<CUdeviceptr>(f.dst.data);
-  static const MemsetD16 d16 = driver_entry<MemsetD16>("cuMemsetD16Async");
-  static const MemsetD32 d32 = driver_entry<MemsetD32>("cuMemsetD32Async");
-  const CUresult r = f.element_size == 2
-                         ? d16(ptr, static_cast<unsigned short>(f.value), count, stream)
-                         : d32(ptr, f.value, count, stream);
-  if (r != CUDA_SUCCESS) {
-    cuda::fail(static_cast<cudaError_t>(r), f.element_size == 2 ? "cuMemsetD16Async" : "cuMemsetD32Async",
-               name);
+  } else {
+    // The runtime has only byte-wise memset on streams.
+    cuda::memset_async(f.dst.data, f.value, f.element_size, count, stream, name);
   }
 }
 

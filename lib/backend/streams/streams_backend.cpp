@@ -41,12 +41,13 @@ class StreamsExecutable final : public ExecutableImpl {
     if (auto queue = last_queue_.lock()) queue->synchronize_quietly();
   }
 
-  Fence launch(const std::shared_ptr<QueueState>& queue) override {
+  Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) override {
     const cuda::ScopedDevice on(device().ordinal());
     std::lock_guard lock(mutex_);
     QueueState::Submission submission(*queue);
     const std::vector<cudaStream_t>& lanes = lanes_for(*queue);
     cudaStream_t main = lanes[0];
+    queue->enqueue_semaphore_waits(info);  // before the fork: every lane follows them
     const std::shared_ptr<QueueState> previous = last_queue_.lock();
     if (previous && previous != queue) {
       // The previous launch ran from another queue: start after it, as CUDA does for graphs.
@@ -70,6 +71,7 @@ class StreamsExecutable final : public ExecutableImpl {
       for (std::uint32_t j : schedule_.joins) {
         CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, main, events_[j].get(), 0u);
       }
+      queue->enqueue_semaphore_signals(info);
     } catch (const Error&) {
       join_everything(lanes);
       throw;

@@ -1,21 +1,19 @@
-// FenceWatcher: polls watched fences with a short back-off; sleeps while none is watched.
-#include "run/fence_watcher.hpp"
-
-#include "run/fence_state.hpp"
+// Watcher: polls with a short back-off while anything is watched; sleeps otherwise.
+#include "run/watcher.hpp"
 
 #include <algorithm>
 #include <chrono>
 
 namespace cmdgraph::detail {
 
-FenceWatcher& FenceWatcher::instance() {
-  static FenceWatcher watcher;
+Watcher& Watcher::instance() {
+  static Watcher watcher;
   return watcher;
 }
 
-FenceWatcher::FenceWatcher() : thread_([this] { loop(); }) {}
+Watcher::Watcher() : thread_([this] { loop(); }) {}
 
-FenceWatcher::~FenceWatcher() {
+Watcher::~Watcher() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -24,37 +22,35 @@ FenceWatcher::~FenceWatcher() {
   thread_.join();
 }
 
-void FenceWatcher::watch(std::shared_ptr<FenceState> fence) {
+void Watcher::watch(Poll poll) {
   {
     std::lock_guard lock(mutex_);
-    watched_.push_back(std::move(fence));
+    watched_.push_back(std::move(poll));
   }
   wake_.notify_one();
 }
 
-void FenceWatcher::loop() {
+void Watcher::loop() {
   using namespace std::chrono_literals;
   auto pause = 2us;
   std::unique_lock lock(mutex_);
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || !watched_.empty(); });
     if (stopping_) return;
-    std::vector<std::shared_ptr<FenceState>> batch;
+    std::vector<Poll> batch;
     batch.swap(watched_);
     lock.unlock();
-    std::vector<std::shared_ptr<FenceState>> pending;
-    for (auto& f : batch) {
-      if (f->device_->query()) {
-        f->resolve();
-      } else {
-        pending.push_back(std::move(f));
-      }
+    std::vector<Poll> pending;
+    for (auto& poll : batch) {
+      if (!poll()) pending.push_back(std::move(poll));
     }
+    // Back off while nothing moves, from 2 us to 500 us; snap back on progress.
     const bool progressed = pending.size() < batch.size();
     pause = progressed ? 2us : std::min<std::chrono::microseconds>(pause * 2, 500us);
     if (!pending.empty()) std::this_thread::sleep_for(pause);
     lock.lock();
-    watched_.insert(watched_.end(), pending.begin(), pending.end());
+    watched_.insert(watched_.end(), std::make_move_iterator(pending.begin()),
+                    std::make_move_iterator(pending.end()));
   }
 }
 

@@ -1,0 +1,57 @@
+// TimelineSemaphore: a 64-bit value that only grows; queues wait for and signal values, on the
+// GPU without a host round trip.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace cmdgraph {
+
+namespace detail {
+class SemaphoreState;
+}
+
+/// Vulkan's timeline semaphore. Its value starts at `initial` and only grows. A submission can
+/// wait until it reaches a value and signal (set) a value when done; the host can do both too.
+/// Lives in memory every device and the host can reach (mapped pinned memory with CUDA), so a
+/// CUDA queue waits with a stream memory operation, not a host callback. Thread-safe.
+class TimelineSemaphore {
+ public:
+  explicit TimelineSemaphore(std::uint64_t initial = 0);
+  TimelineSemaphore(TimelineSemaphore&&) noexcept = default;
+  TimelineSemaphore& operator=(TimelineSemaphore&&) noexcept = default;
+  ~TimelineSemaphore();
+
+  /// The current value.
+  std::uint64_t value() const;
+  /// Sets the value from the host. Throws Error(invalid_argument) if `value` is below the
+  /// current one or below a signal already submitted.
+  void signal(std::uint64_t value);
+  /// Blocks until the value is at least `value`, at most `timeout`; false when it ran out.
+  bool wait(std::uint64_t value, std::chrono::nanoseconds timeout) const;
+  /// Blocks until the value is at least `value`.
+  void wait(std::uint64_t value) const;
+
+  const std::shared_ptr<detail::SemaphoreState>& state() const noexcept { return state_; }
+
+ private:
+  std::shared_ptr<detail::SemaphoreState> state_;
+};
+
+/// A semaphore and a value, for SubmitInfo.
+struct SemaphoreValue {
+  SemaphoreValue(TimelineSemaphore& semaphore_, std::uint64_t value_)
+      : semaphore(&semaphore_), value(value_) {}
+  TimelineSemaphore* semaphore;
+  std::uint64_t value;
+};
+
+/// What a submission waits for before it runs and signals after it finished.
+struct SubmitInfo {
+  std::vector<SemaphoreValue> wait;
+  std::vector<SemaphoreValue> signal;
+};
+
+}  // namespace cmdgraph

@@ -1,0 +1,78 @@
+// Driver entry points, looked up once, called through the checked door's failure path.
+#include "cuda/driver.hpp"
+
+#include "cuda/check.hpp"
+
+#include <cuda.h>
+
+namespace cmdgraph::detail::cuda {
+namespace {
+
+template <class Fn>
+Fn entry(const char* symbol) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  CMDGRAPH_CUDA(no_command, cudaGetDriverEntryPointByVersion, symbol, &fn, 12000u,
+                cudaEnableDefault, &found);
+  if (found != cudaDriverEntryPointSuccess || !fn) fail(cudaErrorSymbolNotFound, symbol, no_command);
+  return reinterpret_cast<Fn>(fn);
+}
+
+// Driver results share their values with the runtime's errors for everything we call.
+void check(CUresult r, const char* call, std::string_view command) {
+  if (r != CUDA_SUCCESS) fail(static_cast<cudaError_t>(r), call, command);
+}
+
+// Counted like every runtime call, so fault injection reaches these too.
+template <class Call>
+void counted(const char* name, std::string_view command, Call&& call) {
+  const cudaError_t injected = try_call([] { return cudaSuccess; });
+  if (injected != cudaSuccess) fail(injected, name, command);
+  check(call(), name, command);
+}
+
+}  // namespace
+
+void memset_async(void* dst, std::uint32_t value, unsigned element_size, std::size_t count,
+                  cudaStream_t stream, std::string_view command) {
+  using D16 = CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream);
+  using D32 = CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream);
+  static const D16 d16 = entry<D16>("cuMemsetD16Async");
+  static const D32 d32 = entry<D32>("cuMemsetD32Async");
+  const auto ptr = reinterpret_cast<CUdeviceptr>(dst);
+  if (element_size == 2) {
+    counted("cuMemsetD16Async", command,
+            [&] { return d16(ptr, static_cast<unsigned short>(value), count, stream); });
+  } else {
+    counted("cuMemsetD32Async", command, [&] { return d32(ptr, value, count, stream); });
+  }
+}
+
+bool supports_stream_memory_operations(int device) {
+  int wait = 0;
+  CMDGRAPH_CUDA(no_command, cudaDeviceGetAttribute, &wait,
+                static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS),
+                device);
+  return wait != 0;
+}
+
+void stream_wait_at_least(cudaStream_t stream, const std::uint64_t* address, std::uint64_t value,
+                          std::string_view command) {
+  using Wait = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+  static const Wait wait = entry<Wait>("cuStreamWaitValue64");
+  counted("cuStreamWaitValue64", command, [&] {
+    return wait(stream, reinterpret_cast<CUdeviceptr>(address), value, CU_STREAM_WAIT_VALUE_GEQ);
+  });
+}
+
+void stream_write(cudaStream_t stream, std::uint64_t* address, std::uint64_t value,
+                  std::string_view command) {
+  using Write = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+  static const Write write = entry<Write>("cuStreamWriteValue64");
+  counted("cuStreamWriteValue64", command, [&] {
+    return write(stream, reinterpret_cast<CUdeviceptr>(address), value,
+                 CU_STREAM_WRITE_VALUE_DEFAULT);
+  });
+}
+
+}  // namespace cmdgraph::detail::cuda

@@ -1,0 +1,81 @@
+// The public Event: readiness, waits and timing on either kind of device.
+#include "run/event_state.hpp"
+
+#include <cmdgraph/error.hpp>
+#include <cmdgraph/event.hpp>
+
+#if CMDGRAPH_HAVE_CUDA
+#include "cuda/check.hpp"
+#endif
+
+namespace cmdgraph {
+
+Event::Event(Device device, EventOptions options)
+    : state_(std::make_shared<detail::EventState>(device, options.timing)) {}
+
+Device Event::device() const noexcept { return state_ ? state_->device() : Device::host(); }
+bool Event::timing() const noexcept { return state_ && state_->timing(); }
+NativeEvent Event::native_handle() const noexcept { return state_ ? state_->native() : nullptr; }
+
+namespace {
+detail::EventState& checked(const std::shared_ptr<detail::EventState>& state) {
+  if (!state) throw Error(errc::invalid_handle, "a moved-from event was used");
+  return *state;
+}
+}  // namespace
+
+bool Event::ready() const {
+  detail::EventState& e = checked(state_);
+  if (!e.ever_recorded()) return false;
+#if CMDGRAPH_HAVE_CUDA
+  if (e.device().is_cuda()) {
+    const cudaError_t s = detail::cuda::try_call([&] { return cudaEventQuery(e.native()); });
+    if (s == cudaErrorNotReady) return false;
+    if (s != cudaSuccess) detail::cuda::fail(s, "cudaEventQuery", detail::cuda::no_command);
+    return true;
+  }
+#endif
+  return e.finished(e.latest_begun());
+}
+
+void Event::wait() const {
+  detail::EventState& e = checked(state_);
+#if CMDGRAPH_HAVE_CUDA
+  if (e.device().is_cuda()) {
+    CMDGRAPH_CUDA(detail::cuda::no_command, cudaEventSynchronize, e.native());
+    return;
+  }
+#endif
+  e.wait_finished(e.latest_begun());
+}
+
+std::chrono::duration<double, std::milli> Event::elapsed(const Event& start, const Event& stop) {
+  detail::EventState& a = checked(start.state_);
+  detail::EventState& b = checked(stop.state_);
+  if (!a.timing() || !b.timing()) {
+    throw Error(errc::invalid_argument, std::string("Event::elapsed needs timed events; the ") +
+                                            (a.timing() ? "stop" : "start") +
+                                            " event was made without EventOptions{.timing = true}");
+  }
+  if (!(a.device() == b.device())) {
+    throw Error(errc::invalid_argument, "Event::elapsed between events of " + a.device().name() +
+                                            " and " + b.device().name());
+  }
+  if (!a.ever_recorded() || !b.ever_recorded()) {
+    throw Error(errc::wrong_state, std::string("Event::elapsed: the ") +
+                                       (a.ever_recorded() ? "stop" : "start") +
+                                       " event was never recorded");
+  }
+  stop.wait();
+#if CMDGRAPH_HAVE_CUDA
+  if (a.device().is_cuda()) {
+    float ms = 0;
+    CMDGRAPH_CUDA(detail::cuda::no_command, cudaEventElapsedTime, &ms, a.native(), b.native());
+    return std::chrono::duration<double, std::milli>(ms);
+  }
+#endif
+  start.wait();
+  return b.finished_at() - a.finished_at();
+}
+
+}  // namespace cmdgraph
