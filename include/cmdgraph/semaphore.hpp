@@ -50,8 +50,8 @@ struct SemaphoreValue {
 
 /// What a submission waits for before it runs and signals after it finished.
 struct SubmitInfo {
-  std::vector<SemaphoreValue> wait;
-  std::vector<SemaphoreValue> signal;
+  std::vector<SemaphoreValue> wait = {};
+  std::vector<SemaphoreValue> signal = {};
 };
 
 }  // namespace cmdgraph

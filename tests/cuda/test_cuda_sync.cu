@@ -1,0 +1,249 @@
+// Synchronisation on CUDA: fences in every form, events across queues and devices' host
+// lanes, timeline semaphores waited for on the device, explicit priorities, and urgent work
+// overtaking a saturating low-priority load.
+#include "cuda/kernels.cuh"
+#include "support/expect_error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <coroutine>
+#include <future>
+
+using namespace cmdgraph;
+using namespace cmdgraph::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Busy for about `cycles` SM cycles in every thread.
+__global__ void busy(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+// Takes a ticket for slot `slot`.
+__global__ void take_ticket(unsigned* counter, unsigned* tickets, int slot) {
+  tickets[slot] = atomicAdd(counter, 1u);
+}
+
+Executable kernel_exe(const char* name, LaunchConfig config, long long cycles,
+                      Backend backend = Backend::cuda_graph) {
+  CommandBuffer cmd(name);
+  cmd.launch(&busy, config, cycles).named(name);
+  return compile(cmd, Device::cuda(0), {.backend = backend});
+}
+
+struct Task {
+  struct promise_type {
+    std::promise<void> done;
+    Task get_return_object() { return Task{done.get_future()}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() { done.set_value(); }
+    void unhandled_exception() { done.set_exception(std::current_exception()); }
+  };
+  std::future<void> finished;
+};
+
+}  // namespace
+
+TEST_CASE("cuda.sync.fence_forms" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  Queue q(gpu);
+  Buffer<int> d(gpu, 1);
+  CommandBuffer cmd("set");
+  cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 77, d.data());
+  Executable exe = compile(cmd, gpu);
+  // then(): the callback may call CUDA itself.
+  int read_back = 0;
+  exe.launch(q).then([&] {
+    TEST_CUDA(cudaMemcpy(&read_back, d.data(), sizeof(int), cudaMemcpyDeviceToHost));
+  }).wait();
+  CHECK(read_back == 77);
+  // future
+  std::future<void> f = exe.launch(q);
+  f.get();
+  // co_await
+  int steps = 0;
+  auto run = [&]() -> Task {
+    co_await exe.launch(q);
+    ++steps;
+    co_await exe.launch(q);
+    ++steps;
+  };
+  run().finished.get();
+  CHECK(steps == 2);
+  // errors reach every form
+  CommandBuffer bad("bad");
+  bad.host([] { throw std::runtime_error("host side"); }).named("thrower");
+  Executable failing = compile(bad, gpu);
+  CHECK_THROWS_AS(failing.launch(q).to_future().get(), Error);
+  std::exception_ptr seen;
+  failing.launch(q).then([&](std::exception_ptr e) { seen = e; }).wait_for(5s);
+  CHECK(seen != nullptr);
+  try {
+    q.wait();
+  } catch (const Error&) {
+  }
+}
+
+TEST_CASE("cuda.sync.semaphore_ring_of_three_queues" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  constexpr int rounds = 50;
+  Buffer<unsigned> counter(gpu, 1), tickets(gpu, 3 * rounds);
+  TEST_CUDA(cudaMemset(counter.data(), 0, sizeof(unsigned)));
+  TEST_CUDA(cudaMemset(tickets.data(), 0xFF, 3 * rounds * sizeof(unsigned)));
+  TEST_CUDA(cudaDeviceSynchronize());
+  TimelineSemaphore ab(0), bc(0), ca(0);
+  auto step = [&](const char* name, int which, int round) {
+    CommandBuffer cmd(name);
+    cmd.launch(&take_ticket, LaunchConfig{{1}, {1}}, counter.data(), tickets.data(),
+               3 * round + which);
+    return compile(cmd, gpu);
+  };
+  std::vector<Executable> a, b, c;
+  for (int r = 0; r < rounds; ++r) {
+    a.push_back(step("a", 0, r));
+    b.push_back(step("b", 1, r));
+    c.push_back(step("c", 2, r));
+  }
+  Queue qa(gpu), qb(gpu), qc(gpu);
+  // Submitted out of order: the device waits, the host never does.
+  for (int r = 1; r <= rounds; ++r) {
+    qc.submit(c[r - 1], {.wait = {{bc, std::uint64_t(r)}}, .signal = {{ca, std::uint64_t(r)}}});
+  }
+  for (int r = 1; r <= rounds; ++r) {
+    qb.submit(b[r - 1], {.wait = {{ab, std::uint64_t(r)}}, .signal = {{bc, std::uint64_t(r)}}});
+  }
+  for (int r = 1; r <= rounds; ++r) {
+    qa.submit(a[r - 1], {.wait = {{ca, std::uint64_t(r - 1)}}, .signal = {{ab, std::uint64_t(r)}}});
+  }
+  CHECK(ca.wait(rounds, 10s));
+  qa.wait();
+  qb.wait();
+  qc.wait();
+  std::vector<unsigned> t(3 * rounds);
+  TEST_CUDA(cudaMemcpy(t.data(), tickets.data(), t.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  bool ordered = true;
+  for (unsigned i = 0; i < t.size(); ++i) ordered &= t[i] == i;
+  CHECK(ordered);
+}
+
+TEST_CASE("cuda.sync.semaphore_unsatisfied_then_host_signal" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  for (Backend backend : cuda_backends) {
+    const std::string backend_name = to_string(backend);
+    CAPTURE(backend_name);
+    TimelineSemaphore gate(0), done(0);
+    Buffer<int> d(gpu, 1);
+    CommandBuffer cmd("gated");
+    cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data());
+    Executable exe = compile(cmd, gpu, {.backend = backend});
+    Queue q(gpu);
+    Fence f = q.submit(exe, {.wait = {{gate, 7}}, .signal = {{done, 1}}});
+    CHECK_FALSE(f.wait_for(30ms));
+    CHECK_FALSE(done.wait(1, 1ms));
+    gate.signal(7);  // from the host
+    CHECK(f.wait_for(5s));
+    CHECK(done.value() == 1);  // signalled before the fence
+  }
+}
+
+TEST_CASE("cuda.sync.events_timing_and_queues" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  const int sms = gpu.properties().multiprocessors;
+  Queue q1(gpu), q2(gpu);
+  Event start(gpu, {.timing = true}), stop(gpu, {.timing = true});
+  Executable work = kernel_exe("busy", LaunchConfig{{unsigned(sms)}, {32}}, 4'000'000);  // ~2 ms
+  q1.record(start);
+  work.launch(q1);
+  q1.record(stop);
+  const auto ms = Event::elapsed(start, stop);
+  CHECK(ms > 0.5ms);
+  CHECK(ms < 200ms);
+  // q2 waits for q1's record, even across executables.
+  HostBuffer<int> flag(1);
+  flag[0] = 0;
+  CommandBuffer spin("spin");
+  spin.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data());
+  Executable held = compile(spin, gpu);
+  Event mid(gpu);
+  held.launch(q1);
+  q1.record(mid);
+  q2.wait(mid);
+  Fence after = work.launch(q2);
+  CHECK_FALSE(after.wait_for(20ms));
+  reinterpret_cast<volatile int*>(flag.data())[0] = 1;
+  after.wait();
+  // A host queue can wait for a GPU event (the watcher polls it).
+  Queue host(Device::host());
+  std::atomic<bool> ran{false};
+  CommandBuffer note("note");
+  note.host([&] { ran = true; });
+  Executable host_exe = compile(note, Device::host());
+  flag[0] = 0;
+  held.launch(q1);
+  Event gpu_done(gpu);
+  q1.record(gpu_done);
+  host.wait(gpu_done);
+  Fence hf = host_exe.launch(host);
+  CHECK_FALSE(hf.wait_for(20ms));
+  reinterpret_cast<volatile int*>(flag.data())[0] = 1;
+  hf.wait();
+  CHECK(ran);
+  Event untimed(gpu);
+  q1.record(untimed);
+  CMDGRAPH_EXPECT_ERROR(Event::elapsed(start, untimed), errc::invalid_argument);
+}
+
+TEST_CASE("cuda.sync.explicit_priorities_clamped" * doctest::timeout(30)) {
+  const Device gpu = Device::cuda(0);
+  const DeviceProperties p = gpu.properties();
+  CHECK(Queue(gpu, -1000).native_priority() == p.greatest_priority);
+  CHECK(Queue(gpu, 1000).native_priority() == p.least_priority);
+  CHECK(Queue(gpu, Priority::normal).native_priority() ==
+        (p.least_priority + p.greatest_priority) / 2);
+}
+
+TEST_CASE("cuda.sync.high_priority_overtakes_normal_under_load" * doctest::timeout(120)) {
+  // Measured, not assumed: a low-priority load keeps every SM busy; an urgent and a normal
+  // probe are submitted together (in alternating order); the urgent one must finish first.
+  const Device gpu = Device::cuda(0);
+  const unsigned sms = static_cast<unsigned>(gpu.properties().multiprocessors);
+  QueuePool pool(gpu, 1);
+  Executable load = kernel_exe("load", LaunchConfig{{sms * 32}, {128}}, 2'000'000);  // ~1 ms blocks
+  Executable urgent = kernel_exe("urgent", LaunchConfig{{sms * 8}, {128}}, 200'000);
+  Executable normal = kernel_exe("normal", LaunchConfig{{sms * 8}, {128}}, 200'000);
+  std::vector<double> urgent_ms, normal_ms;
+  for (int trial = 0; trial < 6; ++trial) {
+    Queue& low = pool.acquire(Priority::low);
+    for (int i = 0; i < 12; ++i) load.launch(low);
+    std::this_thread::sleep_for(3ms);  // the load is running now
+    const auto t0 = std::chrono::steady_clock::now();
+    Fence fu, fn;
+    if (trial % 2) {
+      fn = normal.launch(pool.acquire(Priority::normal));
+      fu = urgent.launch(pool.acquire(Priority::high));
+    } else {
+      fu = urgent.launch(pool.acquire(Priority::high));
+      fn = normal.launch(pool.acquire(Priority::normal));
+    }
+    double tu = -1, tn = -1;
+    while (tu < 0 || tn < 0) {
+      const double now = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (tu < 0 && fu.ready()) tu = now;
+      if (tn < 0 && fn.ready()) tn = now;
+    }
+    urgent_ms.push_back(tu);
+    normal_ms.push_back(tn);
+    pool.wait();
+  }
+  std::sort(urgent_ms.begin(), urgent_ms.end());
+  std::sort(normal_ms.begin(), normal_ms.end());
+  const double mu = urgent_ms[urgent_ms.size() / 2], mn = normal_ms[normal_ms.size() / 2];
+  MESSAGE("under load: urgent done after " << mu << " ms, normal after " << mn << " ms (medians)");
+  CHECK(mu < 0.9 * mn);
+}
