@@ -24,6 +24,15 @@ __global__ void busy(long long cycles) {
   }
 }
 
+// Busy for `cycles` to 2 x `cycles`, by block: blocks of a load finish at staggered times, so
+// the scheduler keeps choosing what runs next instead of refilling whole waves at once.
+__global__ void staggered_busy(long long cycles) {
+  const long long mine = cycles + cycles * (blockIdx.x % 8) / 8;
+  const long long start = clock64();
+  while (clock64() - start < mine) {
+  }
+}
+
 // Takes a ticket for slot `slot`.
 __global__ void take_ticket(unsigned* counter, unsigned* tickets, int slot) {
   tickets[slot] = atomicAdd(counter, 1u);
@@ -82,7 +91,8 @@ TEST_CASE("cuda.sync.fence_forms" * doctest::timeout(60)) {
   Executable failing = compile(bad, gpu);
   CHECK_THROWS_AS(failing.launch(q).to_future().get(), Error);
   std::exception_ptr seen;
-  failing.launch(q).then([&](std::exception_ptr e) { seen = e; }).wait_for(5s);
+  Fence after = failing.launch(q).then([&](std::exception_ptr e) { seen = e; });
+  CHECK_THROWS_AS(after.wait(), Error);  // the continuation's fence carries the work's error
   CHECK(seen != nullptr);
   try {
     q.wait();
@@ -214,14 +224,19 @@ TEST_CASE("cuda.sync.high_priority_overtakes_normal_under_load" * doctest::timeo
   const Device gpu = Device::cuda(0);
   const unsigned sms = static_cast<unsigned>(gpu.properties().multiprocessors);
   QueuePool pool(gpu, 1);
-  Executable load = kernel_exe("load", LaunchConfig{{sms * 32}, {128}}, 2'000'000);  // ~1 ms blocks
-  Executable urgent = kernel_exe("urgent", LaunchConfig{{sms * 8}, {128}}, 200'000);
-  Executable normal = kernel_exe("normal", LaunchConfig{{sms * 8}, {128}}, 200'000);
+  // 128-thread blocks: 16 fit on an SM. The load queues 64 blocks per SM per launch, each
+  // 0.5-1 ms; each probe is one full SM's worth (16 blocks per SM) of 50 us blocks, so the
+  // probes compete with each other for the slots the load frees.
+  CommandBuffer load_cmd("load");
+  load_cmd.launch(&staggered_busy, LaunchConfig{{sms * 64}, {128}}, 1'000'000);
+  Executable load = compile(load_cmd, gpu);
+  Executable urgent = kernel_exe("urgent", LaunchConfig{{sms * 16}, {128}}, 100'000);
+  Executable normal = kernel_exe("normal", LaunchConfig{{sms * 16}, {128}}, 100'000);
   std::vector<double> urgent_ms, normal_ms;
-  for (int trial = 0; trial < 6; ++trial) {
+  for (int trial = 0; trial < 8; ++trial) {
     Queue& low = pool.acquire(Priority::low);
-    for (int i = 0; i < 12; ++i) load.launch(low);
-    std::this_thread::sleep_for(3ms);  // the load is running now
+    for (int i = 0; i < 4; ++i) load.launch(low);
+    std::this_thread::sleep_for(2ms);  // the load is running now
     const auto t0 = std::chrono::steady_clock::now();
     Fence fu, fn;
     if (trial % 2) {
