@@ -10,5 +10,6 @@
 #include <cmdgraph/fence.hpp>
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/portable.hpp>
+#include <cmdgraph/profile.hpp>
 #include <cmdgraph/queue.hpp>
 #include <cmdgraph/semaphore.hpp>

@@ -6,6 +6,7 @@
 #include <cmdgraph/detail/views.hpp>
 #include <cmdgraph/device.hpp>
 #include <cmdgraph/fence.hpp>
+#include <cmdgraph/profile.hpp>
 #include <cmdgraph/semaphore.hpp>
 
 #include <cstddef>
@@ -33,6 +34,15 @@ struct CompileOptions {
   Backend backend = Backend::automatic;
   /// Most streams the streams backend uses.
   unsigned max_streams = 4;
+  /// Record when each command starts and ends at every launch (Executable::last_profile):
+  /// timed events around commands on CUDA, the steady clock on the host. Off: no cost at all.
+  bool profile = false;
+};
+
+/// What write_dot draws besides commands and the edges kept by the transitive reduction.
+struct DotOptions {
+  bool removed_edges = false;  ///< also the edges the reduction dropped, dashed
+  bool timings = true;         ///< the last profile's durations, when profiled
 };
 
 /// What compile() built and how long each stage took.
@@ -94,6 +104,15 @@ class Executable {
   const ExecutableStats& stats() const;
   /// An independent instance with its own arguments, to run concurrently with this one.
   Executable clone() const;
+
+  /// The per-command timings of the most recent launch (waits for it to finish). Throws
+  /// Error(wrong_state) unless compiled with CompileOptions{.profile = true} and launched.
+  Profile last_profile() const;
+  /// Writes the executable as Graphviz DOT: commands with names and kinds, edges after
+  /// reduction, lanes as colours, the critical path in bold red, measured times when profiled.
+  void write_dot(const std::string& path, const DotOptions& options = {}) const;
+  /// CUDA's own picture of the graph (cudaGraphDebugDotPrint); graph backend only.
+  void write_cuda_dot(const std::string& path) const;
   explicit operator bool() const noexcept { return impl_ != nullptr; }
 
   // Updates in place. Each changes the values the following launches use; a launch already in

@@ -1,5 +1,6 @@
 // compile(): drives the stages, record -> plan -> backend, and times each.
 #include "backend/host/host_backend.hpp"
+#include "observe/nvtx.hpp"
 #if CMDGRAPH_HAVE_CUDA
 #include "backend/cuda_graph/graph_backend.hpp"
 #include "backend/streams/streams_backend.hpp"
@@ -32,7 +33,7 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
                                          "' was compiled for the host");
     }
     stats.backend_reason = options.backend == Backend::host ? "requested" : "host device";
-    return detail::lower_to_host(std::move(plan), std::move(stats));
+    return detail::lower_to_host(std::move(plan), options, std::move(stats));
   }
   if (options.backend == Backend::host) {
     throw Error(errc::device_mismatch, "the host backend runs on Device::host(), not on " +
@@ -43,10 +44,10 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
   switch (options.backend) {
     case Backend::streams:
       stats.backend_reason = "requested";
-      return detail::lower_to_streams(std::move(plan), device, options.max_streams, std::move(stats));
+      return detail::lower_to_streams(std::move(plan), device, options, std::move(stats));
     case Backend::cuda_graph:
       stats.backend_reason = "requested";
-      return detail::lower_to_cuda_graph(std::move(plan), device, std::move(stats));
+      return detail::lower_to_cuda_graph(std::move(plan), device, options, std::move(stats));
     default:
       break;
   }
@@ -54,11 +55,11 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
   // it at each launch instead.
   try {
     stats.backend_reason = "CUDA device: one graph launch per run";
-    return detail::lower_to_cuda_graph(plan, device, stats);
+    return detail::lower_to_cuda_graph(plan, device, options, stats);
   } catch (const Error& e) {
     if (e.code() != errc::unsupported) throw;
     stats.backend_reason = std::string("streams, because ") + e.what();
-    return detail::lower_to_streams(std::move(plan), device, options.max_streams, std::move(stats));
+    return detail::lower_to_streams(std::move(plan), device, options, std::move(stats));
   }
 #else
   throw Error(errc::unsupported, "this build of cmdgraph has no CUDA backends");
@@ -70,6 +71,7 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
 Executable compile(CommandBuffer& commands, Device device, const CompileOptions& options) {
   const std::shared_ptr<detail::Recording>& rec = commands.recording();
   const detail::Recording::UseGuard guard(*rec);
+  const detail::NvtxRange range(rec->name());
 
   ExecutableStats stats;
   const auto start = std::chrono::steady_clock::now();

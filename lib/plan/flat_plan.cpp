@@ -67,7 +67,11 @@ FlatPlan flatten(const Plan& root) {
     if (flat.parents[t].empty()) flat.sources.push_back(t);
   }
   flat.root_task.reserve(spans.size());
-  for (const Span& s : spans) flat.root_task.push_back(s.exit);
+  flat.root_entry.reserve(spans.size());
+  for (const Span& s : spans) {
+    flat.root_task.push_back(s.exit);
+    flat.root_entry.push_back(s.entry);
+  }
   flat.tasks = std::move(f.tasks);
   return flat;
 }

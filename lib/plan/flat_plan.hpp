@@ -25,6 +25,7 @@ struct FlatPlan {
   Adjacency parents;
   std::vector<std::uint32_t> sources;       // tasks without parents
   std::vector<std::uint32_t> root_task;     // root command index -> its (exit) task
+  std::vector<std::uint32_t> root_entry;    // root command index -> its entry task
 };
 
 FlatPlan flatten(const Plan& root);

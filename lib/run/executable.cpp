@@ -1,5 +1,6 @@
 // Executable: the public face over a backend's ExecutableImpl.
 #include "run/executable_impl.hpp"
+#include "observe/nvtx.hpp"
 #include "run/event_state.hpp"
 #include "run/queue_state.hpp"
 #include "run/semaphore_state.hpp"
@@ -40,6 +41,7 @@ Fence Executable::launch(Queue& queue, const SubmitInfo& info) {
     }
     s.semaphore->state()->reserve_signal(s.value);
   }
+  const detail::NvtxRange range(exe.name());
   Fence fence = exe.launch(q, info);
   for (const auto& event : exe.recorded_events()) event->note_recorded();
   return fence;
@@ -52,6 +54,17 @@ const ExecutableStats& Executable::stats() const { return impl().stats(); }
 Executable Executable::clone() const { return Executable(impl().clone()); }
 
 namespace detail {
+Profile ExecutableImpl::last_profile() const {
+  throw Error(errc::wrong_state, "executable '" + name() +
+                                     "' was compiled without CompileOptions{.profile = true}");
+}
+
+void ExecutableImpl::write_cuda_dot(const std::string&) const {
+  throw Error(errc::unsupported, "executable '" + name() + "' runs on the " +
+                                     to_string(stats().backend) +
+                                     " backend; CUDA's DOT exists for the cuda_graph backend only");
+}
+
 std::vector<std::shared_ptr<EventState>> ExecutableImpl::events_recorded_by(const Plan& plan) {
   std::vector<std::shared_ptr<EventState>> events;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {

@@ -40,6 +40,14 @@ class ExecutableImpl {
   virtual UpdateResult update_from(std::shared_ptr<const Plan> plan,
                                    const UpdateOptions& options) = 0;
 
+  /// The timings of the most recent launch, waiting for it; Error(wrong_state) when not
+  /// profiling or never launched.
+  virtual Profile last_profile() const;
+  /// The stream or lane of each root command, where the backend has lanes.
+  virtual std::vector<unsigned> command_lanes() const { return {}; }
+  /// CUDA's own DOT of the graph (graph backend only).
+  virtual void write_cuda_dot(const std::string& path) const;
+
   const Plan& plan() const noexcept { return *plan_; }
   const std::shared_ptr<const Plan>& shared_plan() const noexcept { return plan_; }
   Device device() const noexcept { return device_; }

@@ -2,6 +2,7 @@
 #include "backend/cuda_graph/graph_backend.hpp"
 
 #include "backend/cuda_common/launch_fence.hpp"
+#include "backend/cuda_common/profile_reader.hpp"
 #include "backend/cuda_graph/graph_builder.hpp"
 #include "cuda/check.hpp"
 #include "plan/compare.hpp"
@@ -58,13 +59,13 @@ struct Instance {
 
 // Builds and instantiates `plan` with `args` on `device` and starts uploading it, so the first
 // launch pays no upload on the host and compile() does not wait for the device.
-Instance instantiate(const Plan& plan, const ArgumentStore& args, int device,
+Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, bool profile,
                      double* instantiate_ms) {
   const cuda::ScopedDevice on(device);
   Instance in;
   in.host_errors = std::make_shared<HostErrors>(std::max<std::uint32_t>(1, count_host_tasks(plan)));
   cuda::Stream stream = cuda::create_stream(device, 0, plan.recording->name());
-  GraphBuilder builder(device, in.host_errors.get(), stream.get());
+  GraphBuilder builder(device, in.host_errors.get(), stream.get(), profile);
   in.built = builder.build(plan, args);
 
   const auto start = std::chrono::steady_clock::now();
@@ -98,9 +99,9 @@ Instance instantiate(const Plan& plan, const ArgumentStore& args, int device,
 class GraphExecutable final : public ExecutableImpl {
  public:
   GraphExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
-                  ArgumentStore args)
-      : ExecutableImpl(plan, device, std::move(stats)), args_(std::move(args)) {
-    current_ = instantiate(*plan, args_, device.ordinal(), &this->stats().instantiate_ms);
+                  ArgumentStore args, bool profile)
+      : ExecutableImpl(plan, device, std::move(stats)), args_(std::move(args)), profile_(profile) {
+    current_ = instantiate(*plan, args_, device.ordinal(), profile_, &this->stats().instantiate_ms);
     this->stats().backend = Backend::cuda_graph;
   }
 
@@ -121,6 +122,7 @@ class GraphExecutable final : public ExecutableImpl {
       current_.upload.reset();
     }
     CMDGRAPH_CUDA(name(), cudaGraphLaunch, current_.exec.get(), stream);
+    if (profile_) last_started_ = std::chrono::steady_clock::now();
     queue->enqueue_semaphore_signals(info);
     const std::uint64_t launch = launches_++;
     std::shared_ptr<FenceState> fence = launch_fence(current_.context, launch, queue);
@@ -131,7 +133,22 @@ class GraphExecutable final : public ExecutableImpl {
   }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_);
+    return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_, profile_);
+  }
+
+  Profile last_profile() const override {
+    if (!profile_) return ExecutableImpl::last_profile();
+    std::lock_guard lock(mutex_);
+    if (launches_ == 0 || !current_.built.launch_start) {
+      throw Error(errc::wrong_state, "executable '" + name() + "' has not been launched yet");
+    }
+    return read_profile(*this, current_.built.launch_start.get(), current_.built.points,
+                        "cuda_graph", last_started_);
+  }
+
+  void write_cuda_dot(const std::string& path) const override {
+    CMDGRAPH_CUDA(cuda::no_command, cudaGraphDebugDotPrint, current_.built.graph.get(),
+                  path.c_str(), static_cast<unsigned>(cudaGraphDebugDotFlagsVerbose));
   }
 
   ArgumentStore& arguments_for_update() override { return args_; }
@@ -185,7 +202,7 @@ class GraphExecutable final : public ExecutableImpl {
       const cuda::ScopedDevice on(device);
       cuda::Stream stream;
       if (has_capture(*plan)) stream = cuda::create_stream(device, 0, plan->recording->name());
-      GraphBuilder builder(device, current_.host_errors.get(), stream.get());
+      GraphBuilder builder(device, current_.host_errors.get(), stream.get(), profile_);
       BuiltGraph fresh = builder.build(*plan, args);
       cudaGraphExecUpdateResultInfo info{};
       const cudaError_t status = cuda::try_call(
@@ -194,9 +211,13 @@ class GraphExecutable final : public ExecutableImpl {
         // The exec now points at the fresh graph's host callbacks; per-node updates keep
         // addressing the nodes it was instantiated from, which map command for command.
         std::lock_guard lock(mutex_);
-        retirement_.retire(std::make_shared<HostCallbacks>(std::exchange(
-                               current_.built.callbacks, std::move(fresh.callbacks))),
-                           last_queue_.lock(), device);
+        // The fresh graph's events are the ones the exec records now.
+        auto old = std::make_shared<BuiltGraph>();
+        old->callbacks = std::exchange(current_.built.callbacks, std::move(fresh.callbacks));
+        old->events = std::exchange(current_.built.events, std::move(fresh.events));
+        old->launch_start = std::exchange(current_.built.launch_start, std::move(fresh.launch_start));
+        current_.built.points = std::move(fresh.points);
+        retirement_.retire(std::move(old), last_queue_.lock(), device);
         args_ = std::move(args);
         replace_plan(std::move(plan));
         return {};
@@ -217,7 +238,7 @@ class GraphExecutable final : public ExecutableImpl {
 
  private:
   UpdateResult rebuild(std::shared_ptr<const Plan> plan, ArgumentStore args, std::string why) {
-    Instance fresh = instantiate(*plan, args, device().ordinal(), nullptr);
+    Instance fresh = instantiate(*plan, args, device().ordinal(), profile_, nullptr);
     std::lock_guard lock(mutex_);
     retirement_.retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))),
                        last_queue_.lock(), device().ordinal());
@@ -228,8 +249,10 @@ class GraphExecutable final : public ExecutableImpl {
   }
 
   ArgumentStore args_;
+  bool profile_;
   Instance current_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::chrono::steady_clock::time_point last_started_;
   std::uint64_t launches_ = 0;
   std::weak_ptr<QueueState> last_queue_;
   Retirement retirement_;
@@ -238,11 +261,12 @@ class GraphExecutable final : public ExecutableImpl {
 }  // namespace
 
 std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> plan,
-                                                    Device device, ExecutableStats stats) {
+                                                    Device device, const CompileOptions& options,
+                                                    ExecutableStats stats) {
   ArgumentStore args = plan->recording->arguments();
   check_runs_on_device(*plan, args, device.ordinal());
   return std::make_unique<GraphExecutable>(std::move(plan), device, std::move(stats),
-                                           std::move(args));
+                                           std::move(args), options.profile);
 }
 
 }  // namespace cmdgraph::detail

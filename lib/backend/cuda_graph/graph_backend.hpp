@@ -10,6 +10,7 @@
 namespace cmdgraph::detail {
 
 std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> plan,
-                                                    Device device, ExecutableStats stats);
+                                                    Device device, const CompileOptions& options,
+                                                    ExecutableStats stats);
 
 }  // namespace cmdgraph::detail

@@ -49,20 +49,49 @@ BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
   BuiltGraph out;
   root_ = &plan;
   out.graph = cuda::create_graph(plan.recording->name());
-  add_nodes(plan, args, out.graph.get(), out.nodes, out);
+  cudaGraphNode_t root = nullptr;
+  if (profile_) {
+    out.launch_start = cuda::create_event(device_, true, plan.recording->name());
+    CMDGRAPH_CUDA(plan.recording->name(), cudaGraphAddEventRecordNode, &root, out.graph.get(),
+                  nullptr, std::size_t{0}, out.launch_start.get());
+  }
+  add_nodes(plan, args, out.graph.get(), out.nodes, out, root);
   return out;
 }
 
+cudaGraphNode_t GraphBuilder::add_event_node(cudaGraph_t graph,
+                                             const std::vector<cudaGraphNode_t>& deps,
+                                             BuiltGraph& out, cudaEvent_t* event) {
+  out.events.push_back(cuda::create_event(device_, true));
+  *event = out.events.back().get();
+  cudaGraphNode_t node = nullptr;
+  CMDGRAPH_CUDA(cuda::no_command, cudaGraphAddEventRecordNode, &node, graph, deps.data(),
+                deps.size(), *event);
+  return node;
+}
+
 void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
-                             std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out) {
+                             std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out,
+                             cudaGraphNode_t root) {
   nodes.assign(plan.size(), nullptr);
   std::vector<cudaGraphNode_t> deps;
   for (std::uint32_t c : plan.order) {
     deps.clear();
     for (std::uint32_t p : plan.parents[c]) deps.push_back(nodes[p]);
+    if (deps.empty() && root) deps.push_back(root);
+    ProfilePoint point{&plan, c, nullptr, nullptr};
+    if (profile_) {
+      // start -> command -> end; dependants hang off the command itself, so the end event
+      // adds nothing to the critical path.
+      deps.assign(1, add_event_node(graph, deps, out, &point.start));
+    }
     nodes[c] = add_node(plan, c, args, graph, deps, out);
     out.names.emplace(nodes[c], command_label(plan, c, *root_));
     ++out.node_count;
+    if (profile_) {
+      add_event_node(graph, {nodes[c]}, out, &point.end);
+      out.points.push_back(point);
+    }
   }
 }
 
@@ -111,7 +140,7 @@ cudaGraphNode_t GraphBuilder::add_node(const Plan& plan, std::uint32_t c, const 
       const Plan& inner = *plan.nested[c];
       cuda::Graph child = cuda::create_graph(name);
       std::vector<cudaGraphNode_t> inner_nodes;
-      add_nodes(inner, inner.recording->arguments(), child.get(), inner_nodes, out);
+      add_nodes(inner, inner.recording->arguments(), child.get(), inner_nodes, out, nullptr);
       // The child is cloned into the node; ours is destroyed at the end of this scope.
       CMDGRAPH_CUDA(name, cudaGraphAddChildGraphNode, &node, graph, deps.data(), deps.size(),
                     child.get());

@@ -15,12 +15,24 @@
 
 namespace cmdgraph::detail {
 
+/// A profiled command's timed events, recorded by nodes around it.
+struct ProfilePoint {
+  const Plan* plan;
+  std::uint32_t command;
+  cudaEvent_t start;
+  cudaEvent_t end;
+};
+
 struct BuiltGraph {
   cuda::Graph graph;
   std::vector<cudaGraphNode_t> nodes;                        // root command -> its node
   std::unordered_map<cudaGraphNode_t, std::string> names;    // node -> command, for errors
   HostCallbacks callbacks;                                   // userData of the host nodes
   std::size_t node_count = 0;                                // nested graphs included
+  // Profiling: the graph's root event and a start and end event around every command.
+  cuda::Event launch_start;
+  std::vector<cuda::Event> events;
+  std::vector<ProfilePoint> points;
 
   std::string name_of(cudaGraphNode_t node) const;
 };
@@ -29,14 +41,16 @@ struct BuiltGraph {
 /// that device, needed only when the plan has captures).
 class GraphBuilder {
  public:
-  GraphBuilder(int device, HostErrors* errors, cudaStream_t capture_stream)
-      : device_(device), errors_(errors), capture_stream_(capture_stream) {}
+  GraphBuilder(int device, HostErrors* errors, cudaStream_t capture_stream, bool profile = false)
+      : device_(device), errors_(errors), capture_stream_(capture_stream), profile_(profile) {}
   /// The graph of `plan` with the values of `args` (the executable's own store).
   BuiltGraph build(const Plan& plan, const ArgumentStore& args);
 
  private:
   void add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
-                 std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out);
+                 std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out, cudaGraphNode_t root);
+  cudaGraphNode_t add_event_node(cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
+                                 BuiltGraph& out, cudaEvent_t* event);
   cudaGraphNode_t add_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
                            cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
                            BuiltGraph& out);
@@ -46,6 +60,7 @@ class GraphBuilder {
   int device_;
   HostErrors* errors_;
   cudaStream_t capture_stream_;
+  bool profile_;
 };
 
 /// Node parameters shared by building and per-node updates.

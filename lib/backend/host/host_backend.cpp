@@ -74,16 +74,22 @@ std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan
   check_runs_on_host(*plan, *plan);
   auto program = std::make_shared<HostProgram>();
   program->flat = flatten(*plan);
+  program->names.reserve(program->flat.tasks.size());
+  for (const FlatTask& t : program->flat.tasks) {
+    program->names.push_back(t.is_join() ? std::string("join")
+                                         : command_label(*t.plan, t.command, *plan));
+  }
   program->plan = std::move(plan);
   return program;
 }
 
 class HostExecutable final : public ExecutableImpl {
  public:
-  HostExecutable(std::shared_ptr<const HostProgram> program, ExecutableStats stats)
+  HostExecutable(std::shared_ptr<const HostProgram> program, ExecutableStats stats, bool profile)
       : ExecutableImpl(program->plan, Device::host(), std::move(stats)),
         program_(std::move(program)),
-        arguments_(std::make_shared<ArgumentStore>(program_->plan->recording->arguments())) {}
+        arguments_(std::make_shared<ArgumentStore>(program_->plan->recording->arguments())),
+        profile_(profile ? std::make_shared<HostProfileStore>() : nullptr) {}
 
   Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) override {
     auto fence = std::make_shared<FenceState>();
@@ -92,12 +98,12 @@ class HostExecutable final : public ExecutableImpl {
     std::lock_guard lock(mutex_);
     std::shared_ptr<FenceState> previous = std::exchange(last_, fence);
     queue->submit([program = program_, arguments = std::shared_ptr<const ArgumentStore>(arguments_),
-                   fence, previous, info](QueueState::Done done) {
+                   fence, previous, info, profile = profile_](QueueState::Done done) {
       auto signal = [info] {
         for (const SemaphoreValue& s : info.signal) s.semaphore->state()->advance(s.value);
       };
-      auto go = [program, arguments, fence, done, signal] {
-        std::make_shared<HostLaunch>(program, arguments, fence, done, signal)->start();
+      auto go = [program, arguments, fence, done, signal, profile] {
+        std::make_shared<HostLaunch>(program, arguments, fence, done, signal, profile)->start();
       };
       auto after_previous = [previous, go]() mutable {
         if (previous) {
@@ -112,10 +118,25 @@ class HostExecutable final : public ExecutableImpl {
   }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    auto copy = std::make_unique<HostExecutable>(program_, stats());
+    auto copy = std::make_unique<HostExecutable>(program_, stats(), profile_ != nullptr);
     std::lock_guard lock(mutex_);
     copy->arguments_ = std::make_shared<ArgumentStore>(*arguments_);
     return copy;
+  }
+
+  Profile last_profile() const override {
+    if (!profile_) return ExecutableImpl::last_profile();
+    std::shared_ptr<FenceState> last;
+    {
+      std::lock_guard lock(mutex_);
+      last = last_;
+    }
+    if (last) last->wait();
+    std::lock_guard lock(profile_->mutex);
+    if (!profile_->last) {
+      throw Error(errc::wrong_state, "executable '" + name() + "' has not been launched yet");
+    }
+    return *profile_->last;
   }
 
   ArgumentStore& arguments_for_update() override {
@@ -152,15 +173,17 @@ class HostExecutable final : public ExecutableImpl {
   std::shared_ptr<const HostProgram> program_;
   mutable std::mutex mutex_;
   std::shared_ptr<ArgumentStore> arguments_;
+  std::shared_ptr<HostProfileStore> profile_;
   std::shared_ptr<FenceState> last_;
 };
 
 }  // namespace
 
 std::unique_ptr<ExecutableImpl> lower_to_host(std::shared_ptr<const Plan> plan,
-                                              ExecutableStats stats) {
+                                              const CompileOptions& options, ExecutableStats stats) {
   stats.backend = Backend::host;
-  return std::make_unique<HostExecutable>(make_program(std::move(plan)), std::move(stats));
+  return std::make_unique<HostExecutable>(make_program(std::move(plan)), std::move(stats),
+                                          options.profile);
 }
 
 }  // namespace cmdgraph::detail

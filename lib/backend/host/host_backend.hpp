@@ -13,6 +13,6 @@ namespace cmdgraph::detail {
 /// Checks that every command can run on the host (naming the first that cannot) and builds
 /// the executable.
 std::unique_ptr<ExecutableImpl> lower_to_host(std::shared_ptr<const Plan> plan,
-                                              ExecutableStats stats);
+                                              const CompileOptions& options, ExecutableStats stats);
 
 }  // namespace cmdgraph::detail

@@ -2,6 +2,8 @@
 #include "backend/host/host_launch.hpp"
 
 #include "error/task_failure.hpp"
+#include "observe/nvtx.hpp"
+#include "observe/profile_builder.hpp"
 #include "run/event_state.hpp"
 #include "run/thread_pool.hpp"
 
@@ -40,10 +42,11 @@ std::size_t chunk_count(std::size_t n, std::size_t workers) {
 HostLaunch::HostLaunch(std::shared_ptr<const HostProgram> program,
                        std::shared_ptr<const ArgumentStore> arguments,
                        std::shared_ptr<FenceState> fence, QueueState::Done done,
-                       std::function<void()> before_complete)
+                       std::function<void()> before_complete,
+                       std::shared_ptr<HostProfileStore> profile)
     : program_(std::move(program)), arguments_(std::move(arguments)), fence_(std::move(fence)),
       done_(std::move(done)), before_complete_(std::move(before_complete)),
-      pool_size_(host_pool().size()) {
+      profile_(std::move(profile)), pool_size_(host_pool().size()) {
   const std::size_t n = program_->flat.tasks.size();
   pending_.reset(new std::atomic<std::uint32_t>[n]);
   poisoned_.reset(new std::atomic<std::uint8_t>[n]);
@@ -56,9 +59,15 @@ HostLaunch::HostLaunch(std::shared_ptr<const HostProgram> program,
     failed_[t].store(0, std::memory_order_relaxed);
   }
   remaining_.store(n, std::memory_order_relaxed);
+  if (profile_) {
+    start_ms_.reset(new double[n]());
+    end_ms_.reset(new double[n]());
+    worker_.reset(new int[n]());
+  }
 }
 
 void HostLaunch::start() {
+  started_ = std::chrono::steady_clock::now();
   if (program_->flat.tasks.empty()) {
     finish();
     return;
@@ -73,6 +82,11 @@ void HostLaunch::post(std::uint32_t task) {
 void HostLaunch::run(std::uint32_t task) {
   while (task != none) {
     const bool skip = poisoned_[task].load(std::memory_order_acquire) != 0;
+    if (profile_) {
+      start_ms_[task] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+      worker_[task] = ThreadPool::current_worker();
+    }
+    const NvtxRange range(program_->names[task]);
     const Outcome outcome = skip ? Outcome::failed : execute(task);
     if (outcome == Outcome::deferred) return;
     task = complete(task, outcome == Outcome::failed);
@@ -83,10 +97,6 @@ const ArgumentStore& HostLaunch::arguments_of(const FlatTask& task) const {
   // The root plan's arguments are this executable's own (update() changes them); nested
   // buffers keep the arguments they were recorded with.
   return task.plan == program_->plan.get() ? *arguments_ : task.plan->recording->arguments();
-}
-
-std::string HostLaunch::task_name(const FlatTask& task) const {
-  return command_label(*task.plan, task.command, *program_->plan);
 }
 
 HostLaunch::Outcome HostLaunch::execute(std::uint32_t task) {
@@ -169,6 +179,9 @@ void HostLaunch::run_chunk(std::uint32_t task, std::size_t begin, std::size_t en
 void HostLaunch::resume_after(std::uint32_t task, bool failed) { run(complete(task, failed)); }
 
 std::uint32_t HostLaunch::complete(std::uint32_t task, bool failed) {
+  if (profile_) {
+    end_ms_[task] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+  }
   std::uint32_t next = none;
   for (std::uint32_t c : program_->flat.children[task]) {
     if (failed) poisoned_[c].store(1, std::memory_order_relaxed);
@@ -185,9 +198,31 @@ std::uint32_t HostLaunch::complete(std::uint32_t task, bool failed) {
 }
 
 void HostLaunch::fail(std::uint32_t task, const char* what_ran) {
-  std::exception_ptr error = task_failure(what_ran, task_name(program_->flat.tasks[task]));
+  std::exception_ptr error = task_failure(what_ran, program_->names[task]);
   std::lock_guard lock(error_mutex_);
   if (!error_) error_ = std::move(error);
+}
+
+void HostLaunch::store_profile() {
+  std::vector<MeasuredCommand> measured;
+  const FlatPlan& flat = program_->flat;
+  for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
+    const FlatTask& task = flat.tasks[t];
+    if (task.is_join()) continue;
+    measured.push_back({task.plan, task.command, static_cast<unsigned>(worker_[t] + 1),
+                        start_ms_[t], end_ms_[t]});
+  }
+  // Nested commands are join pairs around their contents: give them the span of the pair.
+  for (std::uint32_t c = 0; c < program_->plan->size(); ++c) {
+    if (!program_->plan->nested[c]) continue;
+    const std::uint32_t exit = flat.root_task[c];
+    const std::uint32_t entry = flat.root_entry[c];
+    measured.push_back({program_->plan.get(), c, static_cast<unsigned>(worker_[exit] + 1),
+                        start_ms_[entry], end_ms_[exit]});
+  }
+  Profile p = build_profile(*program_->plan, std::move(measured), "host", started_);
+  std::lock_guard lock(profile_->mutex);
+  profile_->last = std::move(p);
 }
 
 void HostLaunch::finish() {
@@ -196,6 +231,7 @@ void HostLaunch::finish() {
     std::lock_guard lock(error_mutex_);
     error = error_;
   }
+  if (profile_) store_profile();
   if (before_complete_) before_complete_();
   fence_->complete(error);
   done_(error);

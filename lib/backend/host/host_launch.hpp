@@ -8,7 +8,12 @@
 #include "run/fence_state.hpp"
 #include "run/queue_state.hpp"
 
+#include <cmdgraph/profile.hpp>
+
 #include <atomic>
+#include <chrono>
+#include <optional>
+#include <vector>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -21,6 +26,13 @@ namespace cmdgraph::detail {
 struct HostProgram {
   std::shared_ptr<const Plan> plan;
   FlatPlan flat;
+  std::vector<std::string> names;  // per task: how errors, traces and NVTX name it
+};
+
+/// The last profile of a profiled host executable.
+struct HostProfileStore {
+  std::mutex mutex;
+  std::optional<Profile> last;
 };
 
 class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
@@ -29,7 +41,8 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   /// submission's semaphore signals).
   HostLaunch(std::shared_ptr<const HostProgram> program,
              std::shared_ptr<const ArgumentStore> arguments, std::shared_ptr<FenceState> fence,
-             QueueState::Done done, std::function<void()> before_complete);
+             QueueState::Done done, std::function<void()> before_complete,
+             std::shared_ptr<HostProfileStore> profile);
   /// Posts the source tasks; returns at once.
   void start();
 
@@ -47,15 +60,19 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   void resume_after(std::uint32_t task, bool failed);
   void fail(std::uint32_t task, const char* what_ran);
   void finish();
+  void store_profile();
   const ArgumentStore& arguments_of(const FlatTask& task) const;
-  std::string task_name(const FlatTask& task) const;
 
   std::shared_ptr<const HostProgram> program_;
   std::shared_ptr<const ArgumentStore> arguments_;
   std::shared_ptr<FenceState> fence_;
   QueueState::Done done_;
   std::function<void()> before_complete_;
+  std::shared_ptr<HostProfileStore> profile_;  // null when not profiling
   std::size_t pool_size_;
+  std::chrono::steady_clock::time_point started_;
+  std::unique_ptr<double[]> start_ms_, end_ms_;  // per task, when profiling
+  std::unique_ptr<int[]> worker_;
 
   std::unique_ptr<std::atomic<std::uint32_t>[]> pending_;  // unfinished parents
   std::unique_ptr<std::atomic<std::uint8_t>[]> poisoned_;  // a parent failed or was skipped

@@ -2,10 +2,12 @@
 #include "backend/streams/streams_backend.hpp"
 
 #include "backend/cuda_common/launch_fence.hpp"
+#include "backend/cuda_common/profile_reader.hpp"
 #include "backend/streams/lanes.hpp"
 #include "backend/streams/stream_tasks.hpp"
 #include "cuda/check.hpp"
 #include "error/task_failure.hpp"
+#include "observe/nvtx.hpp"
 #include "plan/compare.hpp"
 #include "run/queue_state.hpp"
 
@@ -22,8 +24,9 @@ namespace {
 class StreamsExecutable final : public ExecutableImpl {
  public:
   StreamsExecutable(std::shared_ptr<const Plan> plan, Device device, unsigned max_streams,
-                    ExecutableStats stats, ArgumentStore args)
-      : ExecutableImpl(plan, device, std::move(stats)), max_streams_(max_streams) {
+                    bool profile, ExecutableStats stats, ArgumentStore args)
+      : ExecutableImpl(plan, device, std::move(stats)), max_streams_(max_streams),
+        profile_(profile) {
     const cuda::ScopedDevice on(device.ordinal());
     adopt(std::move(plan), std::move(args));
     fork_ = cuda::create_event(device.ordinal(), false);
@@ -55,18 +58,27 @@ class StreamsExecutable final : public ExecutableImpl {
       CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, main, done_.get(), 0u);
     }
     last_queue_ = queue;
+    if (profile_) {
+      CMDGRAPH_CUDA(name(), cudaEventRecord, profiling_.launch_start.get(), main);
+      last_started_ = std::chrono::steady_clock::now();
+    }
     if (forks_) CMDGRAPH_CUDA(name(), cudaEventRecord, fork_.get(), main);
     std::uint32_t current = 0;
     try {
       for (std::uint32_t t : schedule_.order) {
         current = t;
         cudaStream_t s = lanes[schedule_.lane[t]];
-        if (schedule_.fork_wait[t]) CMDGRAPH_CUDA(tasks_[t].name, cudaStreamWaitEvent, s, fork_.get(), 0u);
+        const StreamTask& task = tasks_[t];
+        if (schedule_.fork_wait[t]) CMDGRAPH_CUDA(task.name, cudaStreamWaitEvent, s, fork_.get(), 0u);
         for (std::uint32_t p : schedule_.waits[t]) {
-          CMDGRAPH_CUDA(tasks_[t].name, cudaStreamWaitEvent, s, events_[p].get(), 0u);
+          CMDGRAPH_CUDA(task.name, cudaStreamWaitEvent, s, events_[p].get(), 0u);
         }
-        enqueue(tasks_[t], s);
-        if (schedule_.records[t]) CMDGRAPH_CUDA(tasks_[t].name, cudaEventRecord, events_[t].get(), s);
+        const NvtxRange range(task.name);
+        const std::int64_t point = profile_ ? profiling_.point_of[t] : -1;
+        if (point >= 0) CMDGRAPH_CUDA(task.name, cudaEventRecord, profiling_.points[point].start, s);
+        enqueue(task, s);
+        if (point >= 0) CMDGRAPH_CUDA(task.name, cudaEventRecord, profiling_.points[point].end, s);
+        if (schedule_.records[t]) CMDGRAPH_CUDA(task.name, cudaEventRecord, events_[t].get(), s);
       }
       for (std::uint32_t j : schedule_.joins) {
         CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, main, events_[j].get(), 0u);
@@ -87,8 +99,25 @@ class StreamsExecutable final : public ExecutableImpl {
   }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_, stats(),
-                                               *arguments_);
+    return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_, profile_,
+                                               stats(), *arguments_);
+  }
+
+  Profile last_profile() const override {
+    if (!profile_) return ExecutableImpl::last_profile();
+    std::lock_guard lock(mutex_);
+    if (launches_ == 0) {
+      throw Error(errc::wrong_state, "executable '" + name() + "' has not been launched yet");
+    }
+    return read_profile(*this, profiling_.launch_start.get(), profiling_.points, "streams",
+                        last_started_, profiling_.lanes);
+  }
+
+  std::vector<unsigned> command_lanes() const override {
+    std::lock_guard lock(mutex_);
+    std::vector<unsigned> lanes;
+    for (std::uint32_t task : flat_.root_task) lanes.push_back(schedule_.lane[task]);
+    return lanes;
   }
 
   ArgumentStore& arguments_for_update() override { return *arguments_; }
@@ -135,6 +164,8 @@ class StreamsExecutable final : public ExecutableImpl {
     for (std::size_t t = 0; t < flat.tasks.size(); ++t) {
       if (schedule.records[t]) events[t] = cuda::create_event(device, false);
     }
+    Profiling profiling;
+    if (profile_) profiling = make_profiling(flat, schedule, device);
     auto context = std::make_shared<LaunchContext>();
     context->executable = plan->recording->name();
     context->device = device;
@@ -154,6 +185,7 @@ class StreamsExecutable final : public ExecutableImpl {
     arguments_ = std::move(arguments);
     tasks_ = std::move(tasks);
     events_ = std::move(events);
+    profiling_ = std::move(profiling);
     context_ = std::move(context);
     forks_ = std::any_of(schedule_.fork_wait.begin(), schedule_.fork_wait.end(), [](auto f) { return f; });
     launches_ = 0;
@@ -188,12 +220,40 @@ class StreamsExecutable final : public ExecutableImpl {
     cuda::clear_error();
   }
 
+  // Profiling: timed events around every task that is a command, and the launch's first.
+  struct Profiling {
+    cuda::Event launch_start;
+    std::vector<cuda::Event> events;
+    std::vector<ProfilePoint> points;
+    std::vector<unsigned> lanes;          // per point
+    std::vector<std::int64_t> point_of;   // per task, -1 for joins
+  };
+  static Profiling make_profiling(const FlatPlan& flat, const LaneSchedule& schedule, int device) {
+    Profiling p;
+    p.launch_start = cuda::create_event(device, true);
+    p.point_of.assign(flat.tasks.size(), -1);
+    for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
+      const FlatTask& task = flat.tasks[t];
+      if (task.is_join()) continue;
+      p.point_of[t] = static_cast<std::int64_t>(p.points.size());
+      p.events.push_back(cuda::create_event(device, true));
+      p.events.push_back(cuda::create_event(device, true));
+      p.points.push_back({task.plan, task.command, p.events[p.events.size() - 2].get(),
+                          p.events.back().get()});
+      p.lanes.push_back(schedule.lane[t]);
+    }
+    return p;
+  }
+
   struct Keep {
     std::shared_ptr<HostErrors> errors;
     std::shared_ptr<HostCallbacks> callbacks;
   };
 
   unsigned max_streams_;
+  bool profile_;
+  Profiling profiling_;
+  std::chrono::steady_clock::time_point last_started_;
   std::unique_ptr<ArgumentStore> arguments_;  // on the heap: tasks point into it
   FlatPlan flat_;
   LaneSchedule schedule_;
@@ -207,7 +267,7 @@ class StreamsExecutable final : public ExecutableImpl {
   std::map<int, std::vector<cuda::Stream>> streams_;
   std::map<int, std::vector<cudaStream_t>> handles_;
   std::shared_ptr<const LaunchContext> context_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::uint64_t launches_ = 0;
   std::weak_ptr<QueueState> last_queue_;
   Retirement retirement_;
@@ -216,11 +276,12 @@ class StreamsExecutable final : public ExecutableImpl {
 }  // namespace
 
 std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> plan, Device device,
-                                                 unsigned max_streams, ExecutableStats stats) {
+                                                 const CompileOptions& options,
+                                                 ExecutableStats stats) {
   ArgumentStore args = plan->recording->arguments();
   check_runs_on_device(*plan, args, device.ordinal());
-  return std::make_unique<StreamsExecutable>(std::move(plan), device, max_streams,
-                                             std::move(stats), std::move(args));
+  return std::make_unique<StreamsExecutable>(std::move(plan), device, options.max_streams,
+                                             options.profile, std::move(stats), std::move(args));
 }
 
 }  // namespace cmdgraph::detail

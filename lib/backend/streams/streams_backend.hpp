@@ -11,6 +11,7 @@
 namespace cmdgraph::detail {
 
 std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> plan, Device device,
-                                                 unsigned max_streams, ExecutableStats stats);
+                                                 const CompileOptions& options,
+                                                 ExecutableStats stats);
 
 }  // namespace cmdgraph::detail

@@ -1,0 +1,48 @@
+// Profile: when each command of one launch started and ended, on which lane, and the ways to
+// look at it (Chrome trace JSON for Perfetto / chrome://tracing).
+#pragma once
+
+#include <cmdgraph/command.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace cmdgraph {
+
+/// One command's run within a launch; times in milliseconds from the launch's start.
+struct CommandTiming {
+  std::string name;  ///< "buffer/name" for commands of executed buffers
+  CommandKind kind = CommandKind::host;
+  unsigned lane = 0;  ///< stream (streams backend), worker (host), or concurrency lane (graph)
+  double start_ms = 0;
+  double end_ms = 0;
+  double duration_ms() const noexcept { return end_ms - start_ms; }
+};
+
+/// The timings of one profiled launch (CompileOptions::profile).
+struct Profile {
+  std::string executable;
+  std::string backend;
+  /// Every command of the executable's own buffer in recording order (index i is command i),
+  /// then the commands of executed buffers.
+  std::vector<CommandTiming> commands;
+  /// Edges between commands (indices into `commands`), for flow arrows across lanes.
+  std::vector<std::pair<std::size_t, std::size_t>> edges;
+  double launch_ms = 0;  ///< from the launch's start to its last command's end
+  /// When the launch started, on the host's steady clock (lays several launches end to end).
+  std::chrono::steady_clock::time_point started{};
+
+  /// Writes a Chrome trace (loads in Perfetto and chrome://tracing): one track per lane, a
+  /// slice per command, flow arrows for dependencies between lanes. Throws Error on I/O.
+  void write_trace(const std::string& path) const;
+  /// The same for several launches, placed by their start times.
+  static void write_trace(const std::string& path, std::span<const Profile> launches);
+  /// The trace as a string.
+  std::string trace_json() const;
+  static std::string trace_json(std::span<const Profile> launches);
+};
+
+}  // namespace cmdgraph

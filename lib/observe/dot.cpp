@@ -1,0 +1,95 @@
+// plan_dot: one node per command, edges after reduction, decorations from lanes and timings.
+#include "observe/dot.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+namespace cmdgraph::detail {
+namespace {
+
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+const char* shape_of(CommandKind kind) {
+  switch (kind) {
+    case CommandKind::kernel:
+    case CommandKind::parallel_for: return "box";
+    case CommandKind::copy: return "cds";
+    case CommandKind::fill: return "box3d";
+    case CommandKind::host: return "ellipse";
+    case CommandKind::event_record:
+    case CommandKind::event_wait: return "diamond";
+    case CommandKind::nested: return "folder";
+    case CommandKind::capture: return "component";
+    case CommandKind::barrier: return "point";
+  }
+  return "box";
+}
+
+// Light fills, distinct per lane (Graphviz's "pastel19" scheme).
+std::string fill_for(unsigned lane) { return "/pastel19/" + std::to_string(lane % 9 + 1); }
+
+}  // namespace
+
+std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const Profile* profile,
+                     const DotOptions& options) {
+  std::set<std::uint32_t> critical(plan.critical_path.begin(), plan.critical_path.end());
+  std::set<std::pair<std::uint32_t, std::uint32_t>> critical_edges;
+  for (std::size_t i = 1; i < plan.critical_path.size(); ++i) {
+    critical_edges.emplace(plan.critical_path[i - 1], plan.critical_path[i]);
+  }
+  std::ostringstream out;
+  out << "digraph \"" << escaped(plan.recording->name()) << "\" {\n"
+      << "  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10, style=filled, "
+         "fillcolor=\"#f0f0f0\"];\n  edge [color=\"#606060\"];\n";
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    const CommandKind kind = plan.command(c).kind;
+    // Names are escaped; "\\n" is DOT's own line break.
+    std::string label = escaped(plan.name(c)) + "\\n" + to_string(kind);
+    if (const Plan* inner = plan.nested[c].get()) {
+      label += " '" + escaped(inner->recording->name()) + "' (" + std::to_string(inner->size()) + ")";
+    }
+    if (options.timings && profile && c < profile->commands.size()) {
+      char ms[32];
+      std::snprintf(ms, sizeof ms, "\\n%.3f ms", profile->commands[c].duration_ms());
+      label += ms;
+    }
+    out << "  c" << c << " [label=\"" << label << "\", shape="
+        << shape_of(kind);
+    if (c < lanes.size()) out << ", fillcolor=\"" << fill_for(lanes[c]) << "\"";
+    if (critical.count(c)) out << ", color=red, penwidth=2";
+    out << "];\n";
+  }
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    for (std::uint32_t k : plan.children[c]) {
+      out << "  c" << c << " -> c" << k;
+      if (critical_edges.count({c, k})) out << " [color=red, penwidth=2]";
+      out << ";\n";
+    }
+  }
+  if (options.removed_edges) {
+    std::set<std::pair<std::uint32_t, std::uint32_t>> kept;
+    for (std::uint32_t c = 0; c < plan.size(); ++c) {
+      for (std::uint32_t k : plan.children[c]) kept.emplace(c, k);
+    }
+    std::set<std::pair<std::uint32_t, std::uint32_t>> drawn;
+    for (const Edge& e : plan.recording->edges()) {
+      const auto edge = std::make_pair(e.parent, e.child);
+      if (kept.count(edge) || !drawn.insert(edge).second) continue;
+      out << "  c" << e.parent << " -> c" << e.child
+          << " [style=dashed, color=\"#b0b0b0\", constraint=false];\n";
+    }
+  }
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,34 @@
+// Executable's views for people: the last profile and DOT pictures.
+#include "observe/dot.hpp"
+#include "run/executable_impl.hpp"
+
+#include <cmdgraph/error.hpp>
+#include <cmdgraph/executable.hpp>
+
+#include <fstream>
+#include <optional>
+
+namespace cmdgraph {
+
+Profile Executable::last_profile() const { return impl().last_profile(); }
+
+void Executable::write_dot(const std::string& path, const DotOptions& options) const {
+  const detail::ExecutableImpl& exe = impl();
+  std::optional<Profile> profile;
+  if (options.timings) {
+    try {
+      profile = exe.last_profile();
+    } catch (const Error& e) {
+      if (e.code() != errc::wrong_state) throw;  // not profiled, or not launched yet
+    }
+  }
+  const std::string dot =
+      detail::plan_dot(exe.plan(), exe.command_lanes(), profile ? &*profile : nullptr, options);
+  std::ofstream f(path, std::ios::binary);
+  f << dot;
+  if (!f) throw Error(errc::invalid_argument, "could not write '" + path + "'");
+}
+
+void Executable::write_cuda_dot(const std::string& path) const { impl().write_cuda_dot(path); }
+
+}  // namespace cmdgraph
