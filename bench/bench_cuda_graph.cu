@@ -62,14 +62,18 @@ void replay(const Shape& s) {
   BENCH_CUDA(cudaGraphInstantiate(&exec, g, 0));
   CommandBuffer cmd = recorded(s);
   Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph});
+  Executable profiled = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
   constexpr int launches = 50, host_launches = 100, trials = 25;
-  std::vector<double> raw_dev, our_dev, raw_host, our_host;
+  std::vector<double> raw_dev, our_dev, raw_host, our_host, profiled_dev;
   for (int t = 0; t < trials + 1; ++t) {  // the first trial warms up
     const double rd = bench::device_us(stream, [&] {
       for (int i = 0; i < launches; ++i) BENCH_CUDA(cudaGraphLaunch(exec, stream));
     }) / launches;
     const double od = bench::device_us(stream, [&] {
       for (int i = 0; i < launches; ++i) exe.launch(q);
+    }) / launches;
+    const double pd = bench::device_us(stream, [&] {
+      for (int i = 0; i < launches; ++i) profiled.launch(q);
     }) / launches;
     q.wait();
     const double rh = bench::host_us([&] {
@@ -83,9 +87,12 @@ void replay(const Shape& s) {
     if (t == 0) continue;
     raw_dev.push_back(rd);
     our_dev.push_back(od);
+    profiled_dev.push_back(pd);
     raw_host.push_back(rh);
     our_host.push_back(oh);
   }
+  bench::row(std::string(s.name) + ": profile mode, time per launch", bench::median(raw_dev),
+             bench::median(profiled_dev), "us", "(cost of profiling)");
   const int kernels = s.chains * s.length;
   bench::row(std::string(s.name) + ": time per launch", bench::median(raw_dev),
              bench::median(our_dev), "us", "<= 1.02x");

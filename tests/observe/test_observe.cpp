@@ -1,0 +1,168 @@
+// Profiles, Chrome traces and DOT pictures on the host backend: times ordered along edges,
+// traces that parse with one slice per command per launch, DOT that Boost.Graph reads back.
+#include "support/expect_error.hpp"
+
+#include <cmdgraph/cmdgraph.hpp>
+
+// Boost.PropertyTree's optional<double> trips GCC's -Wmaybe-uninitialized once inlined into
+// sanitizer builds; the warning is about Boost's code, not ours.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+#if CMDGRAPH_TEST_READ_GRAPHVIZ
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/graphviz.hpp>
+#endif
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+using namespace cmdgraph;
+using namespace std::chrono_literals;
+
+namespace {
+
+// a -> (b, c) -> d, plus e alone; b and c sleep so they overlap on two workers.
+CommandBuffer diamond() {
+  CommandBuffer cmd("diamond \"quoted\"");
+  auto a = cmd.host([] { std::this_thread::sleep_for(1ms); }).named("a");
+  auto b = cmd.host([] { std::this_thread::sleep_for(3ms); }).named("b").after(a);
+  auto c = cmd.host([] { std::this_thread::sleep_for(3ms); }).named("c").after(a);
+  cmd.host([] {}).named("d").after(b, c).after(a);  // a -> d is redundant
+  cmd.parallel_for(10000, [](std::size_t) {}).named("e");
+  return cmd;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("cmdgraph_" + name)).string();
+}
+
+}  // namespace
+
+TEST_CASE("observe.profile.host_times_follow_edges" * doctest::timeout(30)) {
+  CommandBuffer cmd = diamond();
+  Executable exe = compile(cmd, Device::host(), {.profile = true});
+  Queue q(Device::host());
+  CMDGRAPH_EXPECT_ERROR((void)exe.last_profile(), errc::wrong_state);  // not launched yet
+  exe.launch(q).wait();
+  const Profile p = exe.last_profile();
+  REQUIRE(p.commands.size() == 5);
+  CHECK(p.commands[0].name == "a");
+  CHECK(p.commands[3].name == "d");
+  CHECK(p.backend == "host");
+  for (const CommandTiming& c : p.commands) {
+    CHECK(c.start_ms >= 0);
+    CHECK(c.end_ms >= c.start_ms);
+  }
+  for (const auto& [from, to] : p.edges) CHECK(p.commands[from].end_ms <= p.commands[to].start_ms);
+  CHECK(p.commands[1].duration_ms() >= 2.9);
+  CHECK(p.commands[1].lane != p.commands[2].lane);  // b and c ran on different workers
+  CHECK(p.launch_ms >= p.commands[3].end_ms);
+}
+
+TEST_CASE("observe.profile.refused_without_profile_mode" * doctest::timeout(30)) {
+  CommandBuffer cmd = diamond();
+  Executable exe = compile(cmd, Device::host());
+  Queue q(Device::host());
+  exe.launch(q).wait();
+  auto e = CMDGRAPH_EXPECT_ERROR((void)exe.last_profile(), errc::wrong_state);
+  REQUIRE(e);
+  CHECK(cmdgraph::testing::mentions(*e, ".profile = true"));
+}
+
+TEST_CASE("observe.trace.parses_one_slice_per_command_per_launch" * doctest::timeout(30)) {
+  CommandBuffer cmd = diamond();
+  Executable exe = compile(cmd, Device::host(), {.profile = true});
+  Queue q(Device::host());
+  std::vector<Profile> launches;
+  for (int i = 0; i < 3; ++i) {
+    exe.launch(q).wait();
+    launches.push_back(exe.last_profile());
+  }
+  const std::string path = temp_path("trace.json");
+  Profile::write_trace(path, launches);
+  boost::property_tree::ptree tree;
+  boost::property_tree::read_json(path, tree);
+  std::size_t slices = 0, flow_starts = 0, flow_ends = 0, tracks = 0;
+  std::vector<double> starts_of_d;
+  for (const auto& [_, event] : tree.get_child("traceEvents")) {
+    const std::string ph = event.get<std::string>("ph");
+    if (ph == "X") {
+      ++slices;
+      CHECK(event.get<double>("dur") >= 0);
+      if (event.get<std::string>("name") == "d") starts_of_d.push_back(event.get<double>("ts"));
+    }
+    flow_starts += ph == "s";
+    flow_ends += ph == "f";
+    tracks += ph == "M";
+  }
+  CHECK(slices == 3 * 5);
+  CHECK(flow_starts == flow_ends);
+  CHECK(flow_starts > 0);  // b and c ran on other workers than a or d
+  CHECK(tracks >= 2);
+  REQUIRE(starts_of_d.size() == 3);
+  CHECK(starts_of_d[0] < starts_of_d[1]);  // launches laid end to end
+  CHECK(starts_of_d[1] < starts_of_d[2]);
+  CHECK(read(path).find("diamond \\\"quoted\\\"") != std::string::npos);  // escaped
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("observe.dot.reduced_edges_critical_path_and_times" * doctest::timeout(30)) {
+  CommandBuffer cmd = diamond();
+  Executable exe = compile(cmd, Device::host(), {.profile = true});
+  Queue q(Device::host());
+  exe.launch(q).wait();
+  const std::string path = temp_path("graph.dot");
+  exe.write_dot(path, {.removed_edges = true});
+  const std::string dot = read(path);
+  CHECK(dot.find("digraph") == 0);
+  CHECK(dot.find("style=dashed") != std::string::npos);  // the removed a -> d
+  CHECK(dot.find("color=red") != std::string::npos);     // the critical path
+  CHECK(dot.find(" ms") != std::string::npos);           // measured durations
+  CMDGRAPH_EXPECT_ERROR(exe.write_cuda_dot(path), errc::unsupported);
+#if CMDGRAPH_TEST_READ_GRAPHVIZ
+  // Boost.Graph reads it back: five commands, four kept edges plus the dashed one.
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS,
+                                      boost::property<boost::vertex_name_t, std::string>>;
+  Graph g;
+  boost::dynamic_properties dp(boost::ignore_other_properties);
+  dp.property("node_id", boost::get(boost::vertex_name, g));
+  std::ifstream in(path);
+  REQUIRE(boost::read_graphviz(in, g, dp));
+  CHECK(boost::num_vertices(g) == 5);
+  CHECK(boost::num_edges(g) == 5);
+  exe.write_dot(path);
+  Graph reduced;
+  boost::dynamic_properties dp2(boost::ignore_other_properties);
+  dp2.property("node_id", boost::get(boost::vertex_name, reduced));
+  std::ifstream in2(path);
+  REQUIRE(boost::read_graphviz(in2, reduced, dp2));
+  CHECK(boost::num_edges(reduced) == exe.stats().edges_reduced);
+#endif
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("observe.stats.stages_and_counts" * doctest::timeout(30)) {
+  CommandBuffer cmd = diamond();
+  Executable exe = compile(cmd, Device::host());
+  const ExecutableStats& s = exe.stats();
+  CHECK(s.commands == 5);
+  CHECK(s.edges_recorded == 5);
+  CHECK(s.edges_reduced == 4);
+  CHECK(s.levels == 3);
+  CHECK(s.plan_ms >= 0);
+  CHECK(s.lower_ms >= 0);
+  CHECK(s.backend == Backend::host);
+}
