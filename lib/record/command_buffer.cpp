@@ -61,9 +61,9 @@ bool CommandBuffer::sealed() const { return open(rec_).sealed(); }
 void CommandBuffer::reset() {
   Recording& old = open(rec_);
   auto fresh = std::make_shared<Recording>(old.name());
+  detail::register_recording(*fresh);  // may fail: then nothing changed
   detail::unregister_recording(old);
   rec_ = std::move(fresh);
-  detail::register_recording(*rec_);
 }
 
 const std::shared_ptr<detail::Recording>& CommandBuffer::recording() const {

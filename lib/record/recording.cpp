@@ -38,6 +38,8 @@ void Recording::require_open(const char* action) const {
 CommandRef Recording::add(CommandKind kind, Payload payload) {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
+  // Make room first: a failed allocation must not leave a command without its barrier edge.
+  edges_.reserve(edges_.size() + 1);
   commands_.push_back({kind, std::move(payload), {}});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
   return {id_, index};
@@ -46,6 +48,7 @@ CommandRef Recording::add(CommandKind kind, Payload payload) {
 CommandRef Recording::add_barrier() {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
+  edges_.reserve(edges_.size() + (index - segment_begin_) + 1);
   commands_.push_back({CommandKind::barrier, BarrierPayload{}, {}});
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
   for (std::uint32_t i = segment_begin_; i < index; ++i) edges_.push_back({i, index});
@@ -143,6 +146,7 @@ void add_edges(CommandRef child, const CommandRef* parents, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
     if (parents[i].index == child.index) rec.add_edge(child.index, child.index);  // throws
   }
+  rec.reserve_edges(count);
   for (std::size_t i = 0; i < count; ++i) rec.add_edge(parents[i].index, child.index);
 }
 

@@ -87,6 +87,8 @@ class Recording {
   CommandRef add(CommandKind kind, Payload payload);
   /// Adds parent -> child; validates both.
   void add_edge(std::uint32_t parent, std::uint32_t child);
+  /// Room for `count` more edges, so adding them cannot fail half-way.
+  void reserve_edges(std::size_t count) { edges_.reserve(edges_.size() + count); }
   /// Closes the current barrier segment: every command since the previous barrier (or that
   /// barrier itself) precedes the new barrier command, which precedes all later commands.
   CommandRef add_barrier();

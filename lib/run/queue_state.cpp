@@ -232,8 +232,14 @@ void QueueState::finished(std::exception_ptr error) {
     jobs_.pop_front();
   }
   // Start the next job from the pool, not from inside this one's completion: a run of jobs
-  // that finish at once must not nest on the stack.
-  host_pool().post([this, next = std::move(next)]() mutable { start(std::move(next)); });
+  // that finish at once must not nest on the stack. Out of memory for that: start it here.
+  auto shared = std::make_shared<Job>();
+  try {
+    *shared = std::move(next);
+    host_pool().post([this, shared] { start(std::move(*shared)); });
+  } catch (...) {
+    start(std::move(*shared));
+  }
 }
 
 void QueueState::rethrow_pending_error(std::unique_lock<std::mutex>& lock) {

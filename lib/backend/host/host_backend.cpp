@@ -4,6 +4,7 @@
 #include "backend/host/host_launch.hpp"
 #include "plan/compare.hpp"
 #include "run/semaphore_state.hpp"
+#include "run/thread_pool.hpp"
 #include "run/event_state.hpp"
 #include "run/queue_state.hpp"
 
@@ -70,6 +71,46 @@ void check_runs_on_host(const Plan& plan, const Plan& root) {
   }
 }
 
+// Starts one launch: after the semaphore waits and the executable's previous launch, from the
+// pool. Never throws: a failure while starting (e.g. out of memory) ends the launch with it.
+void start_launch(std::shared_ptr<const HostProgram> program,
+                  std::shared_ptr<const ArgumentStore> arguments,
+                  std::shared_ptr<FenceState> fence, std::shared_ptr<FenceState> previous,
+                  const SubmitInfo& info, std::shared_ptr<HostProfileStore> profile,
+                  QueueState::Done done) noexcept {
+  std::shared_ptr<LaunchEnd> end;
+  try {
+    end = std::make_shared<LaunchEnd>(fence, done);
+    auto signal = [info] {
+      for (const SemaphoreValue& s : info.signal) s.semaphore->state()->advance(s.value);
+    };
+    auto go = [program, arguments, end, signal, profile] {
+      try {
+        auto launch = std::make_shared<HostLaunch>(program, arguments, end, signal, profile);
+        host_pool().post([launch] { launch->start(); });
+      } catch (...) {
+        (*end)(std::current_exception());
+      }
+    };
+    auto after_previous = [previous, go]() mutable {
+      if (previous) {
+        previous->on_complete(std::move(go));
+      } else {
+        go();
+      }
+    };
+    when_all_reached(info.wait, std::move(after_previous));
+  } catch (...) {
+    const std::exception_ptr error = std::current_exception();
+    if (end) {
+      (*end)(error);
+    } else {
+      fence->complete(error);
+      done(error);
+    }
+  }
+}
+
 std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan) {
   check_runs_on_host(*plan, *plan);
   auto program = std::make_shared<HostProgram>();
@@ -96,25 +137,13 @@ class HostExecutable final : public ExecutableImpl {
     // Two threads may launch at once: the lock makes each queue see launches in the order
     // they chain, so no queued launch ever waits for one queued behind it.
     std::lock_guard lock(mutex_);
-    std::shared_ptr<FenceState> previous = std::exchange(last_, fence);
+    std::shared_ptr<FenceState> previous = last_;
     queue->submit([program = program_, arguments = std::shared_ptr<const ArgumentStore>(arguments_),
                    fence, previous, info, profile = profile_](QueueState::Done done) {
-      auto signal = [info] {
-        for (const SemaphoreValue& s : info.signal) s.semaphore->state()->advance(s.value);
-      };
-      auto go = [program, arguments, fence, done, signal, profile] {
-        std::make_shared<HostLaunch>(program, arguments, fence, done, signal, profile)->start();
-      };
-      auto after_previous = [previous, go]() mutable {
-        if (previous) {
-          previous->on_complete(std::move(go));
-        } else {
-          go();
-        }
-      };
-      when_all_reached(info.wait, std::move(after_previous));
+      start_launch(program, arguments, fence, previous, info, profile, std::move(done));
     });
-    return Fence(std::move(fence));
+    last_ = std::move(fence);  // only once the queue took the launch
+    return Fence(last_);
   }
 
   std::unique_ptr<ExecutableImpl> clone() const override {

@@ -41,11 +41,10 @@ std::size_t chunk_count(std::size_t n, std::size_t workers) {
 
 HostLaunch::HostLaunch(std::shared_ptr<const HostProgram> program,
                        std::shared_ptr<const ArgumentStore> arguments,
-                       std::shared_ptr<FenceState> fence, QueueState::Done done,
-                       std::function<void()> before_complete,
+                       std::shared_ptr<LaunchEnd> end, std::function<void()> before_complete,
                        std::shared_ptr<HostProfileStore> profile)
-    : program_(std::move(program)), arguments_(std::move(arguments)), fence_(std::move(fence)),
-      done_(std::move(done)), before_complete_(std::move(before_complete)),
+    : program_(std::move(program)), arguments_(std::move(arguments)), end_(std::move(end)),
+      before_complete_(std::move(before_complete)),
       profile_(std::move(profile)), pool_size_(host_pool().size()) {
   const std::size_t n = program_->flat.tasks.size();
   pending_.reset(new std::atomic<std::uint32_t>[n]);
@@ -233,8 +232,7 @@ void HostLaunch::finish() {
   }
   if (profile_) store_profile();
   if (before_complete_) before_complete_();
-  fence_->complete(error);
-  done_(error);
+  (*end_)(error);
 }
 
 }  // namespace cmdgraph::detail

@@ -29,6 +29,24 @@ struct HostProgram {
   std::vector<std::string> names;  // per task: how errors, traces and NVTX name it
 };
 
+/// Ends one host launch exactly once, whichever path gets there first (its last task, or a
+/// failure while starting it): signals the fence, then tells the queue.
+class LaunchEnd {
+ public:
+  LaunchEnd(std::shared_ptr<FenceState> fence, QueueState::Done done)
+      : fence_(std::move(fence)), done_(std::move(done)) {}
+  void operator()(std::exception_ptr error) {
+    if (ended_.exchange(true)) return;
+    fence_->complete(error);
+    done_(error);
+  }
+
+ private:
+  std::shared_ptr<FenceState> fence_;
+  QueueState::Done done_;
+  std::atomic<bool> ended_{false};
+};
+
 /// The last profile of a profiled host executable.
 struct HostProfileStore {
   std::mutex mutex;
@@ -40,9 +58,8 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   /// `before_complete` runs when every task has finished, before the fence signals (the
   /// submission's semaphore signals).
   HostLaunch(std::shared_ptr<const HostProgram> program,
-             std::shared_ptr<const ArgumentStore> arguments, std::shared_ptr<FenceState> fence,
-             QueueState::Done done, std::function<void()> before_complete,
-             std::shared_ptr<HostProfileStore> profile);
+             std::shared_ptr<const ArgumentStore> arguments, std::shared_ptr<LaunchEnd> end,
+             std::function<void()> before_complete, std::shared_ptr<HostProfileStore> profile);
   /// Posts the source tasks; returns at once.
   void start();
 
@@ -65,8 +82,7 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
 
   std::shared_ptr<const HostProgram> program_;
   std::shared_ptr<const ArgumentStore> arguments_;
-  std::shared_ptr<FenceState> fence_;
-  QueueState::Done done_;
+  std::shared_ptr<LaunchEnd> end_;
   std::function<void()> before_complete_;
   std::shared_ptr<HostProfileStore> profile_;  // null when not profiling
   std::size_t pool_size_;
