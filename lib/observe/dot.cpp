@@ -37,15 +37,37 @@ const char* shape_of(CommandKind kind) {
 // Light fills, distinct per lane (Graphviz's "pastel19" scheme).
 std::string fill_for(unsigned lane) { return "/pastel19/" + std::to_string(lane % 9 + 1); }
 
+// The heaviest source-to-sink path by measured durations (the plan's own critical path uses
+// scheduling weights, which know nothing of how long commands really took).
+std::vector<std::uint32_t> measured_critical_path(const Plan& plan, const Profile& profile) {
+  const std::size_t n = plan.size();
+  std::vector<double> below(n, 0);
+  std::vector<std::int64_t> next(n, -1);
+  for (auto it = plan.order.rbegin(); it != plan.order.rend(); ++it) {
+    for (std::uint32_t k : plan.children[*it]) {
+      if (next[*it] < 0 || below[k] > below[next[*it]]) next[*it] = k;
+    }
+    below[*it] = profile.commands[*it].duration_ms() + (next[*it] >= 0 ? below[next[*it]] : 0);
+  }
+  std::int64_t at = -1;
+  for (std::uint32_t c : plan.order) {
+    if (plan.parents[c].empty() && (at < 0 || below[c] > below[at])) at = c;
+  }
+  std::vector<std::uint32_t> path;
+  for (; at >= 0; at = next[at]) path.push_back(static_cast<std::uint32_t>(at));
+  return path;
+}
+
 }  // namespace
 
 std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const Profile* profile,
                      const DotOptions& options) {
-  std::set<std::uint32_t> critical(plan.critical_path.begin(), plan.critical_path.end());
+  const bool measured = profile && profile->commands.size() >= plan.size();
+  const std::vector<std::uint32_t> path =
+      measured ? measured_critical_path(plan, *profile) : plan.critical_path;
+  std::set<std::uint32_t> critical(path.begin(), path.end());
   std::set<std::pair<std::uint32_t, std::uint32_t>> critical_edges;
-  for (std::size_t i = 1; i < plan.critical_path.size(); ++i) {
-    critical_edges.emplace(plan.critical_path[i - 1], plan.critical_path[i]);
-  }
+  for (std::size_t i = 1; i < path.size(); ++i) critical_edges.emplace(path[i - 1], path[i]);
   std::ostringstream out;
   out << "digraph \"" << escaped(plan.recording->name()) << "\" {\n"
       << "  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10, style=filled, "

@@ -182,7 +182,14 @@ void QueueState::record_event(const std::shared_ptr<EventState>& event) {
 
 void QueueState::synchronize_quietly() noexcept {
 #if CMDGRAPH_HAVE_CUDA
-  if (stream_) (void)cuda::try_call([&] { return cudaStreamSynchronize(stream_.get()); });
+  // Destructors rely on this wait to free nothing under the GPU: one failed call is retried,
+  // so only a broken context (which runs nothing more) ends it early.
+  auto sync = [&] { return cudaStreamSynchronize(stream_.get()); };
+  if (stream_ && cuda::try_call(sync) != cudaSuccess) {
+    cuda::clear_error();
+    (void)cuda::try_call(sync);
+    cuda::clear_error();
+  }
 #endif
 }
 

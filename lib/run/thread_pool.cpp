@@ -5,20 +5,9 @@
 
 namespace cmdgraph::detail {
 
-namespace {
-thread_local int worker_number = -1;
-}
-
-int ThreadPool::current_worker() noexcept { return worker_number; }
-
 ThreadPool::ThreadPool(std::size_t threads) {
   workers_.reserve(threads);
-  for (std::size_t i = 0; i < threads; ++i) {
-    workers_.emplace_back([this, i] {
-      worker_number = static_cast<int>(i);
-      work_loop();
-    });
-  }
+  for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
 }
 
 ThreadPool::~ThreadPool() {

@@ -20,8 +20,7 @@ class ThreadPool {
 
   void post(std::function<void()> work);
   std::size_t size() const noexcept { return workers_.size(); }
-  /// The calling thread's worker number, or -1 when it is not one of a pool's workers.
-  static int current_worker() noexcept;
+
 
  private:
   void work_loop();

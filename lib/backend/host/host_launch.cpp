@@ -61,7 +61,6 @@ HostLaunch::HostLaunch(std::shared_ptr<const HostProgram> program,
   if (profile_) {
     start_ms_.reset(new double[n]());
     end_ms_.reset(new double[n]());
-    worker_.reset(new int[n]());
   }
 }
 
@@ -83,7 +82,6 @@ void HostLaunch::run(std::uint32_t task) {
     const bool skip = poisoned_[task].load(std::memory_order_acquire) != 0;
     if (profile_) {
       start_ms_[task] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
-      worker_[task] = ThreadPool::current_worker();
     }
     const NvtxRange range(program_->names[task]);
     const Outcome outcome = skip ? Outcome::failed : execute(task);
@@ -208,16 +206,17 @@ void HostLaunch::store_profile() {
   for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
     const FlatTask& task = flat.tasks[t];
     if (task.is_join()) continue;
-    measured.push_back({task.plan, task.command, static_cast<unsigned>(worker_[t] + 1),
-                        start_ms_[t], end_ms_[t]});
+    // A parallel_for spreads over workers and a worker moves on while it runs: pack lanes
+    // by time rather than by the worker that started a command.
+    measured.push_back({task.plan, task.command, MeasuredCommand::no_lane, start_ms_[t], end_ms_[t]});
   }
   // Nested commands are join pairs around their contents: give them the span of the pair.
   for (std::uint32_t c = 0; c < program_->plan->size(); ++c) {
     if (!program_->plan->nested[c]) continue;
     const std::uint32_t exit = flat.root_task[c];
     const std::uint32_t entry = flat.root_entry[c];
-    measured.push_back({program_->plan.get(), c, static_cast<unsigned>(worker_[exit] + 1),
-                        start_ms_[entry], end_ms_[exit]});
+    measured.push_back({program_->plan.get(), c, MeasuredCommand::no_lane, start_ms_[entry],
+                        end_ms_[exit]});
   }
   Profile p = build_profile(*program_->plan, std::move(measured), "host", started_);
   std::lock_guard lock(profile_->mutex);

@@ -88,7 +88,6 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   std::size_t pool_size_;
   std::chrono::steady_clock::time_point started_;
   std::unique_ptr<double[]> start_ms_, end_ms_;  // per task, when profiling
-  std::unique_ptr<int[]> worker_;
 
   std::unique_ptr<std::atomic<std::uint32_t>[]> pending_;  // unfinished parents
   std::unique_ptr<std::atomic<std::uint8_t>[]> poisoned_;  // a parent failed or was skipped
