@@ -68,7 +68,10 @@ class Queue {
 
 /// A fixed set of queues per priority, handed out round-robin. Bounded on purpose: each
 /// stream costs hardware queue slots and context switches; beyond a few per priority they
-/// only add contention. Thread-safe; the pool owns its queues.
+/// only add contention. Priorities act only between streams on different hardware queues:
+/// keep 3 x queues_per_priority (plus other streams) within CUDA_DEVICE_MAX_CONNECTIONS (8 by
+/// default, up to 32; set it in the environment before CUDA starts). Thread-safe; the pool
+/// owns its queues.
 class QueuePool {
  public:
   explicit QueuePool(Device device = Device::best(), std::size_t queues_per_priority = 2);

@@ -24,8 +24,8 @@ struct AddOne {
   __host__ __device__ void operator()(std::size_t i) const { data[i] += 1; }
 };
 
-const std::set<std::string> names = {"set", "bump", "up", "down", "clear", "note", "mark",
-                                     "hold", "lib", "inner", "set2"};
+const std::set<std::string> names = {"set",  "bump", "down", "clear", "note",
+                                     "mark", "hold", "lib",  "inner", "inner/set2"};
 
 // Compile, launch twice, update a kernel and a copy, update the whole buffer, destroy all.
 void mixed_sequence(Backend backend, int* dev, int* dev2, int* host) {

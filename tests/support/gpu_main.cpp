@@ -6,8 +6,12 @@
 #include <cmdgraph/device.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 
 int main(int argc, char** argv) {
+  // Stream priorities only act between streams on different hardware queues; CUDA's default
+  // of 8 lets the many queues of these suites share them. Must be set before CUDA starts.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   if (cmdgraph::Device::count() == 0) {
     std::printf("no CUDA device visible: this GPU suite is skipped\n");
     return 77;

@@ -74,22 +74,21 @@ void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGr
                              std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out,
                              cudaGraphNode_t root) {
   nodes.assign(plan.size(), nullptr);
+  // Profiling: start -> command -> end, and dependants follow the end event, so every
+  // command's start is recorded after its parents' ends (the timings honour the edges).
+  std::vector<cudaGraphNode_t> ends(profile_ ? plan.size() : 0, nullptr);
   std::vector<cudaGraphNode_t> deps;
   for (std::uint32_t c : plan.order) {
     deps.clear();
-    for (std::uint32_t p : plan.parents[c]) deps.push_back(nodes[p]);
+    for (std::uint32_t p : plan.parents[c]) deps.push_back(profile_ ? ends[p] : nodes[p]);
     if (deps.empty() && root) deps.push_back(root);
     ProfilePoint point{&plan, c, nullptr, nullptr};
-    if (profile_) {
-      // start -> command -> end; dependants hang off the command itself, so the end event
-      // adds nothing to the critical path.
-      deps.assign(1, add_event_node(graph, deps, out, &point.start));
-    }
+    if (profile_) deps.assign(1, add_event_node(graph, deps, out, &point.start));
     nodes[c] = add_node(plan, c, args, graph, deps, out);
     out.names.emplace(nodes[c], command_label(plan, c, *root_));
     ++out.node_count;
     if (profile_) {
-      add_event_node(graph, {nodes[c]}, out, &point.end);
+      ends[c] = add_event_node(graph, {nodes[c]}, out, &point.end);
       out.points.push_back(point);
     }
   }
