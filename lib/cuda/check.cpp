@@ -45,14 +45,15 @@ std::string describe(cudaError_t status) {
 void clear_error() noexcept { (void)cudaGetLastError(); }
 
 namespace {
-Error to_error(cudaError_t status, const char* call, std::string_view command) {
+Error to_error(cudaError_t status, const char* call, Served served) {
   // Clear the sticky last error so later, unrelated calls do not report this one again.
   clear_error();
   std::string message = std::string(call) + " failed";
   std::vector<std::string> commands;
-  if (!command.empty()) {
-    message += " for command '" + std::string(command) + "'";
-    commands.emplace_back(command);
+  if (!served.name.empty()) {
+    message += (served.is_command ? " for command '" : " for executable '") +
+               std::string(served.name) + "'";
+    if (served.is_command) commands.emplace_back(served.name);
   }
   message += ": " + describe(status);
   const errc code = status == cudaErrorMemoryAllocation ? errc::out_of_memory : errc::cuda_error;
@@ -60,12 +61,12 @@ Error to_error(cudaError_t status, const char* call, std::string_view command) {
 }
 }  // namespace
 
-void fail(cudaError_t status, const char* call, std::string_view command) {
-  throw to_error(status, call, command);
+void fail(cudaError_t status, const char* call, Served served) {
+  throw to_error(status, call, served);
 }
 
-std::exception_ptr make_error(cudaError_t status, const char* call, std::string_view command) {
-  return std::make_exception_ptr(to_error(status, call, command));
+std::exception_ptr make_error(cudaError_t status, const char* call, Served served) {
+  return std::make_exception_ptr(to_error(status, call, served));
 }
 
 }  // namespace cmdgraph::detail::cuda

@@ -13,14 +13,30 @@
 
 namespace cmdgraph::detail::cuda {
 
-/// For calls that serve no single command (a whole launch, a device query).
-inline constexpr std::string_view no_command{};
+/// What a CUDA call served: a command (named in the error's commands()), or something larger
+/// such as a whole executable's launch (named in the message only).
+struct Served {
+  std::string_view name;
+  bool is_command = true;
+  constexpr Served() = default;
+  constexpr Served(std::string_view command) : name(command) {}  // NOLINT: a command by default
+  constexpr Served(const char* command) : name(command) {}
+  Served(const std::string& command) : name(command) {}
+};
+/// For calls that serve no single command (a device query).
+inline constexpr Served no_command{};
+/// For calls that serve a whole executable (its launch, its upload).
+inline Served for_executable(std::string_view name) {
+  Served s(name);
+  s.is_command = false;
+  return s;
+}
 
-/// Throws Error(cuda_error, or out_of_memory) for a failed `status` of `call`, serving
-/// `command` (empty when it served no single command, e.g. a launch of the whole graph).
-[[noreturn]] void fail(cudaError_t status, const char* call, std::string_view command);
+/// Throws Error(cuda_error, or out_of_memory) for a failed `status` of `call`, naming what it
+/// served.
+[[noreturn]] void fail(cudaError_t status, const char* call, Served served);
 /// An Error for `status` without throwing it (for errors reported later, e.g. from a fence).
-std::exception_ptr make_error(cudaError_t status, const char* call, std::string_view command);
+std::exception_ptr make_error(cudaError_t status, const char* call, Served served);
 
 /// "cudaErrorName (description)" for a status.
 std::string describe(cudaError_t status);
@@ -36,11 +52,11 @@ cudaError_t next();
 
 /// Runs `f` (a CUDA runtime call) unless fault injection fails it; throws on failure.
 template <class F>
-void call(const char* name, std::string_view command, F&& f) {
+void call(const char* name, Served served, F&& f) {
   cudaError_t status = injection::armed.load(std::memory_order_relaxed) ? injection::next()
                                                                          : cudaSuccess;
   if (status == cudaSuccess) status = f();
-  if (status != cudaSuccess) fail(status, name, command);
+  if (status != cudaSuccess) fail(status, name, served);
 }
 
 /// As call(), but returns the status instead of throwing (for polls such as cudaEventQuery).

@@ -19,16 +19,16 @@ Fn entry(const char* symbol) {
 }
 
 // Driver results share their values with the runtime's errors for everything we call.
-void check(CUresult r, const char* call, std::string_view command) {
-  if (r != CUDA_SUCCESS) fail(static_cast<cudaError_t>(r), call, command);
+void check(CUresult r, const char* call, Served served) {
+  if (r != CUDA_SUCCESS) fail(static_cast<cudaError_t>(r), call, served);
 }
 
 // Counted like every runtime call, so fault injection reaches these too.
 template <class Call>
-void counted(const char* name, std::string_view command, Call&& call) {
+void counted(const char* name, Served served, Call&& call) {
   const cudaError_t injected = try_call([] { return cudaSuccess; });
-  if (injected != cudaSuccess) fail(injected, name, command);
-  check(call(), name, command);
+  if (injected != cudaSuccess) fail(injected, name, served);
+  check(call(), name, served);
 }
 
 }  // namespace

@@ -52,26 +52,26 @@ void GraphExecDeleter::operator()(cudaGraphExec_t g) const noexcept {
   --counts().execs;
 }
 
-Stream create_stream(int device, int priority, std::string_view command) {
+Stream create_stream(int device, int priority, Served served) {
   const ScopedDevice on(device);
   cudaStream_t s = nullptr;
-  CMDGRAPH_CUDA(command, cudaStreamCreateWithPriority, &s, cudaStreamNonBlocking, priority);
+  CMDGRAPH_CUDA(served, cudaStreamCreateWithPriority, &s, cudaStreamNonBlocking, priority);
   ++counts().streams;
   return Stream(s);
 }
 
-Event create_event(int device, bool timing, std::string_view command) {
+Event create_event(int device, bool timing, Served served) {
   const ScopedDevice on(device);
   cudaEvent_t e = nullptr;
-  CMDGRAPH_CUDA(command, cudaEventCreateWithFlags, &e,
+  CMDGRAPH_CUDA(served, cudaEventCreateWithFlags, &e,
                 timing ? cudaEventDefault : cudaEventDisableTiming);
   ++counts().events;
   return Event(e);
 }
 
-Graph create_graph(std::string_view command) {
+Graph create_graph(Served served) {
   cudaGraph_t g = nullptr;
-  CMDGRAPH_CUDA(command, cudaGraphCreate, &g, 0u);
+  CMDGRAPH_CUDA(served, cudaGraphCreate, &g, 0u);
   ++counts().graphs;
   return Graph(g);
 }

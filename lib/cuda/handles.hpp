@@ -8,6 +8,8 @@
 #include <memory>
 #include <string_view>
 
+#include "cuda/check.hpp"
+
 namespace cmdgraph::detail::cuda {
 
 /// Objects created through this layer and not yet destroyed.
@@ -37,10 +39,10 @@ using Graph = std::unique_ptr<CUgraph_st, GraphDeleter>;
 using GraphExec = std::unique_ptr<CUgraphExec_st, GraphExecDeleter>;
 
 /// A non-blocking stream on `device` with `priority` (clamped by CUDA to its range).
-Stream create_stream(int device, int priority, std::string_view command = {});
+Stream create_stream(int device, int priority, Served served = no_command);
 /// An event on `device`; timing off unless asked (cheaper to record and wait on).
-Event create_event(int device, bool timing, std::string_view command = {});
-Graph create_graph(std::string_view command = {});
+Event create_event(int device, bool timing, Served served = no_command);
+Graph create_graph(Served served = no_command);
 /// Takes ownership of a graph CUDA created (e.g. by ending a capture).
 Graph adopt(cudaGraph_t graph) noexcept;
 GraphExec adopt(cudaGraphExec_t exec) noexcept;

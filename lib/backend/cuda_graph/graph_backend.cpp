@@ -64,7 +64,7 @@ Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, bo
   const cuda::ScopedDevice on(device);
   Instance in;
   in.host_errors = std::make_shared<HostErrors>(std::max<std::uint32_t>(1, count_host_tasks(plan)));
-  cuda::Stream stream = cuda::create_stream(device, 0, plan.recording->name());
+  cuda::Stream stream = cuda::create_stream(device, 0, cuda::for_executable(plan.recording->name()));
   GraphBuilder builder(device, in.host_errors.get(), stream.get(), profile);
   in.built = builder.build(plan, args);
 
@@ -81,8 +81,8 @@ Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, bo
     cuda::fail(status, call.c_str(), in.built.name_of(params.errNode_out));
   }
   in.exec = cuda::adopt(exec);
-  in.uploaded = cuda::create_event(device, false, plan.recording->name());
-  CMDGRAPH_CUDA(plan.recording->name(), cudaEventRecord, in.uploaded.get(), stream.get());
+  in.uploaded = cuda::create_event(device, false, cuda::for_executable(plan.recording->name()));
+  CMDGRAPH_CUDA(cuda::for_executable(plan.recording->name()), cudaEventRecord, in.uploaded.get(), stream.get());
   in.upload = std::move(stream);
   if (instantiate_ms) *instantiate_ms = ms_since(start);
 
@@ -117,11 +117,11 @@ class GraphExecutable final : public ExecutableImpl {
     cudaStream_t stream = queue->stream();
     queue->enqueue_semaphore_waits(info);
     if (current_.uploaded) {
-      CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, stream, current_.uploaded.get(), 0u);
+      CMDGRAPH_CUDA(cuda::for_executable(name()), cudaStreamWaitEvent, stream, current_.uploaded.get(), 0u);
       current_.uploaded.reset();  // CUDA keeps the event alive until the wait is satisfied
       current_.upload.reset();
     }
-    CMDGRAPH_CUDA(name(), cudaGraphLaunch, current_.exec.get(), stream);
+    CMDGRAPH_CUDA(cuda::for_executable(name()), cudaGraphLaunch, current_.exec.get(), stream);
     if (profile_) last_started_ = std::chrono::steady_clock::now();
     queue->enqueue_semaphore_signals(info);
     const std::uint64_t launch = launches_++;
@@ -201,7 +201,7 @@ class GraphExecutable final : public ExecutableImpl {
     if (!difference) {
       const cuda::ScopedDevice on(device);
       cuda::Stream stream;
-      if (has_capture(*plan)) stream = cuda::create_stream(device, 0, plan->recording->name());
+      if (has_capture(*plan)) stream = cuda::create_stream(device, 0, cuda::for_executable(plan->recording->name()));
       GraphBuilder builder(device, current_.host_errors.get(), stream.get(), profile_);
       BuiltGraph fresh = builder.build(*plan, args);
       cudaGraphExecUpdateResultInfo info{};

@@ -48,11 +48,11 @@ bool has_capture(const Plan& plan) {
 BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
   BuiltGraph out;
   root_ = &plan;
-  out.graph = cuda::create_graph(plan.recording->name());
+  out.graph = cuda::create_graph(cuda::for_executable(plan.recording->name()));
   cudaGraphNode_t root = nullptr;
   if (profile_) {
-    out.launch_start = cuda::create_event(device_, true, plan.recording->name());
-    CMDGRAPH_CUDA(plan.recording->name(), cudaGraphAddEventRecordNode, &root, out.graph.get(),
+    out.launch_start = cuda::create_event(device_, true, cuda::for_executable(plan.recording->name()));
+    CMDGRAPH_CUDA(cuda::for_executable(plan.recording->name()), cudaGraphAddEventRecordNode, &root, out.graph.get(),
                   nullptr, std::size_t{0}, out.launch_start.get());
   }
   add_nodes(plan, args, out.graph.get(), out.nodes, out, root);

@@ -54,15 +54,15 @@ class StreamsExecutable final : public ExecutableImpl {
     const std::shared_ptr<QueueState> previous = last_queue_.lock();
     if (previous && previous != queue) {
       // The previous launch ran from another queue: start after it, as CUDA does for graphs.
-      CMDGRAPH_CUDA(name(), cudaEventRecord, done_.get(), previous->stream());
-      CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, main, done_.get(), 0u);
+      CMDGRAPH_CUDA(cuda::for_executable(name()), cudaEventRecord, done_.get(), previous->stream());
+      CMDGRAPH_CUDA(cuda::for_executable(name()), cudaStreamWaitEvent, main, done_.get(), 0u);
     }
     last_queue_ = queue;
     if (profile_) {
-      CMDGRAPH_CUDA(name(), cudaEventRecord, profiling_.launch_start.get(), main);
+      CMDGRAPH_CUDA(cuda::for_executable(name()), cudaEventRecord, profiling_.launch_start.get(), main);
       last_started_ = std::chrono::steady_clock::now();
     }
-    if (forks_) CMDGRAPH_CUDA(name(), cudaEventRecord, fork_.get(), main);
+    if (forks_) CMDGRAPH_CUDA(cuda::for_executable(name()), cudaEventRecord, fork_.get(), main);
     std::uint32_t current = 0;
     try {
       for (std::uint32_t t : schedule_.order) {
@@ -81,7 +81,7 @@ class StreamsExecutable final : public ExecutableImpl {
         if (schedule_.records[t]) CMDGRAPH_CUDA(task.name, cudaEventRecord, events_[t].get(), s);
       }
       for (std::uint32_t j : schedule_.joins) {
-        CMDGRAPH_CUDA(name(), cudaStreamWaitEvent, main, events_[j].get(), 0u);
+        CMDGRAPH_CUDA(cuda::for_executable(name()), cudaStreamWaitEvent, main, events_[j].get(), 0u);
       }
       queue->enqueue_semaphore_signals(info);
     } catch (const Error&) {
@@ -198,10 +198,10 @@ class StreamsExecutable final : public ExecutableImpl {
     auto& owned = streams_[queue.native_priority()];
     auto& handles = handles_[queue.native_priority()];
     while (owned.size() + 1 < schedule_.lanes) {
-      owned.push_back(cuda::create_stream(device().ordinal(), queue.native_priority(), name()));
+      owned.push_back(cuda::create_stream(device().ordinal(), queue.native_priority(), cuda::for_executable(name())));
     }
     while (rescue_.size() + 1 < schedule_.lanes) {
-      rescue_.push_back(cuda::create_event(device().ordinal(), false, name()));
+      rescue_.push_back(cuda::create_event(device().ordinal(), false, cuda::for_executable(name())));
     }
     handles.resize(schedule_.lanes);
     handles[0] = queue.stream();
