@@ -224,14 +224,15 @@ TEST_CASE("cuda.sync.high_priority_overtakes_normal_under_load" * doctest::timeo
   const Device gpu = Device::cuda(0);
   const unsigned sms = static_cast<unsigned>(gpu.properties().multiprocessors);
   QueuePool pool(gpu, 1);
-  // 128-thread blocks: 16 fit on an SM. The load queues 64 blocks per SM per launch, each
-  // 0.5-1 ms; each probe is one full SM's worth (16 blocks per SM) of 50 us blocks, so the
-  // probes compete with each other for the slots the load frees.
+  // 128-thread blocks: 16 fit on an SM. The load is a long stream of short blocks (10-20 us),
+  // so slots keep freeing; each probe is one full SM's worth (16 blocks per SM) of ~100 us
+  // blocks. Freed slots go to the most urgent pending blocks: the urgent probe should take
+  // them first and finish about one block time before the normal one.
   CommandBuffer load_cmd("load");
-  load_cmd.launch(&staggered_busy, LaunchConfig{{sms * 64}, {128}}, 1'000'000);
+  load_cmd.launch(&staggered_busy, LaunchConfig{{sms * 2048}, {128}}, 20'000);
   Executable load = compile(load_cmd, gpu);
-  Executable urgent = kernel_exe("urgent", LaunchConfig{{sms * 16}, {128}}, 100'000);
-  Executable normal = kernel_exe("normal", LaunchConfig{{sms * 16}, {128}}, 100'000);
+  Executable urgent = kernel_exe("urgent", LaunchConfig{{sms * 16}, {128}}, 200'000);
+  Executable normal = kernel_exe("normal", LaunchConfig{{sms * 16}, {128}}, 200'000);
   std::vector<double> urgent_ms, normal_ms;
   for (int trial = 0; trial < 8; ++trial) {
     Queue& low = pool.acquire(Priority::low);
