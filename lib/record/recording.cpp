@@ -39,7 +39,7 @@ CommandRef Recording::add(CommandKind kind, Payload payload) {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
   // Make room first: a failed allocation must not leave a command without its barrier edge.
-  edges_.reserve(edges_.size() + 1);
+  reserve_edges(1);
   commands_.push_back({kind, std::move(payload), {}});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
   return {id_, index};
@@ -48,7 +48,7 @@ CommandRef Recording::add(CommandKind kind, Payload payload) {
 CommandRef Recording::add_barrier() {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
-  edges_.reserve(edges_.size() + (index - segment_begin_) + 1);
+  reserve_edges((index - segment_begin_) + 1);
   commands_.push_back({CommandKind::barrier, BarrierPayload{}, {}});
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
   for (std::uint32_t i = segment_begin_; i < index; ++i) edges_.push_back({i, index});

@@ -7,6 +7,7 @@
 #include <cmdgraph/command.hpp>
 #include <cmdgraph/detail/specs.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -87,8 +88,13 @@ class Recording {
   CommandRef add(CommandKind kind, Payload payload);
   /// Adds parent -> child; validates both.
   void add_edge(std::uint32_t parent, std::uint32_t child);
-  /// Room for `count` more edges, so adding them cannot fail half-way.
-  void reserve_edges(std::size_t count) { edges_.reserve(edges_.size() + count); }
+  /// Room for `count` more edges, so adding them cannot fail half-way. Grows geometrically:
+  /// reserving exact sizes call after call would copy the whole list every time.
+  void reserve_edges(std::size_t count) {
+    if (edges_.capacity() - edges_.size() < count) {
+      edges_.reserve(std::max(edges_.size() + count, 2 * edges_.capacity()));
+    }
+  }
   /// Closes the current barrier segment: every command since the previous barrier (or that
   /// barrier itself) precedes the new barrier command, which precedes all later commands.
   CommandRef add_barrier();

@@ -7,7 +7,7 @@ namespace {
 std::string problem_with(const MemoryRange& r, const char* role) {
   if (r.bytes == 0) return std::string("zero-size ") + role;
   if (r.data == nullptr) return std::string("null ") + role;
-  if (r.capacity != 0 && r.bytes > r.capacity) {
+  if (r.bytes > r.capacity) {
     return std::string(role) + " holds " + std::to_string(r.capacity) +
            " bytes, the command needs " + std::to_string(r.bytes);
   }

@@ -1,6 +1,5 @@
-// Library bugs the fuzzer found, each checked at record or update time (never run, so the
-// overrun itself cannot happen here). An open one is marked should_fail; once the library is
-// fixed it passes unexpectedly, which fails the run: drop the mark then.
+// Library bugs the fuzzer found, each checked at record or update time (never run, so an
+// overrun cannot happen here even if one came back). All fixed: they guard against regressions.
 #include "support/expect_error.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
@@ -11,23 +10,22 @@
 
 using namespace cmdgraph;
 
-// validate.cpp skips the capacity check when the view is empty (capacity 0), so any count
-// into or out of an empty, non-null view is accepted and overruns the memory when it runs.
-TEST_CASE("fuzz.finding.fill_into_empty_view" * doctest::should_fail() * doctest::timeout(10)) {
+// validate.cpp used to skip the capacity check for empty views (capacity 0), so any count into
+// or out of an empty, non-null view was accepted and overran the memory when it ran.
+TEST_CASE("fuzz.finding.fill_into_empty_view" * doctest::timeout(10)) {
   std::vector<int> memory(4);
   CommandBuffer cmd("overrun");
   CMDGRAPH_EXPECT_ERROR(cmd.fill(host_view(memory.data() + 4, 0), 7, 4), errc::invalid_argument);
 }
 
-TEST_CASE("fuzz.finding.copy_from_empty_view" * doctest::should_fail() * doctest::timeout(10)) {
+TEST_CASE("fuzz.finding.copy_from_empty_view" * doctest::timeout(10)) {
   std::vector<int> memory(4), out(4);
   CommandBuffer cmd("overread");
   CMDGRAPH_EXPECT_ERROR(cmd.copy(host_view(out.data(), 4), host_view(memory.data() + 4, 0), 4),
                         errc::invalid_argument);
 }
 
-TEST_CASE("fuzz.finding.update_fill_into_empty_view" * doctest::should_fail() *
-          doctest::timeout(10)) {
+TEST_CASE("fuzz.finding.update_fill_into_empty_view" * doctest::timeout(10)) {
   std::vector<int> memory(4);
   CommandBuffer cmd("overrun on update");
   auto fill = cmd.fill(host_view(memory.data(), 4), 7, 4);

@@ -41,7 +41,7 @@ struct ParallelForSpec {
 struct MemoryRange {
   void* data;
   std::size_t bytes;     // what the command touches
-  std::size_t capacity;  // the view's whole size, to catch overruns at record time
+  std::size_t capacity;  // the view's whole size, to catch overruns when recorded or updated
   MemorySpace space;
   int device;
 };
