@@ -1,6 +1,6 @@
 // The public Fence: waits, and continuations that run on the callback thread.
-#include "run/callback_thread.hpp"
 #include "run/fence_state.hpp"
+#include "run/thread_pool.hpp"
 
 #include <cmdgraph/fence.hpp>
 
@@ -39,7 +39,7 @@ Fence Fence::then_impl(std::function<void(std::exception_ptr)> callback) const {
     next->complete(error);
   };
   auto post = [run = std::move(run)]() mutable {
-    detail::CallbackThread::instance().post(std::move(run));
+    detail::callback_thread().post(std::move(run));
   };
   if (state_) {
     state_->on_complete(std::move(post));
@@ -70,7 +70,7 @@ std::future<void> Fence::to_future() const {
 void Fence::Awaiter::await_suspend(std::coroutine_handle<> handle) const {
   // Resume on the callback thread, never on a worker or CUDA's callback thread.
   fence->state()->on_complete(
-      [handle] { detail::CallbackThread::instance().post([handle] { handle.resume(); }); });
+      [handle] { detail::callback_thread().post([handle] { handle.resume(); }); });
 }
 
 }  // namespace cmdgraph

@@ -41,6 +41,11 @@ void ThreadPool::work_loop() {
   }
 }
 
+ThreadPool& callback_thread() {
+  static ThreadPool thread(1);
+  return thread;
+}
+
 ThreadPool& host_pool() {
   static ThreadPool pool(std::max(2u, std::thread::hardware_concurrency()));
   return pool;

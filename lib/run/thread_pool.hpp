@@ -33,5 +33,8 @@ class ThreadPool {
 
 /// The process-wide pool (hardware threads, at least 2), created on first use.
 ThreadPool& host_pool();
+/// The one thread that runs users' continuations (Fence::then, coroutine resumption), in order:
+/// never CUDA's callback thread, never a worker the host backend needs.
+ThreadPool& callback_thread();
 
 }  // namespace cmdgraph::detail

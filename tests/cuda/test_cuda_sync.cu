@@ -3,6 +3,7 @@
 // overtaking a saturating low-priority load.
 #include "cuda/kernels.cuh"
 #include "support/expect_error.hpp"
+#include "support/task.hpp"
 
 #include <doctest/doctest.h>
 
@@ -45,17 +46,6 @@ Executable kernel_exe(const char* name, LaunchConfig config, long long cycles,
   return compile(cmd, Device::cuda(0), {.backend = backend});
 }
 
-struct Task {
-  struct promise_type {
-    std::promise<void> done;
-    Task get_return_object() { return Task{done.get_future()}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() { done.set_value(); }
-    void unhandled_exception() { done.set_exception(std::current_exception()); }
-  };
-  std::future<void> finished;
-};
 
 }  // namespace
 

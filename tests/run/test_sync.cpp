@@ -1,6 +1,7 @@
 // Fences in every form, events on queues, timeline semaphores and queue pools on the host
 // backend; the same contracts the GPU suite checks on CUDA.
 #include "support/expect_error.hpp"
+#include "support/task.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
 
@@ -15,6 +16,7 @@
 #include <thread>
 
 using namespace cmdgraph;
+using cmdgraph::testing::Task;
 using namespace std::chrono_literals;
 
 namespace {
@@ -25,19 +27,6 @@ Executable host_exe(const char* name, std::function<void()> body) {
   return compile(cmd, Device::host());
 }
 
-// The smallest coroutine type that lets a test co_await fences: starts eagerly, reports its
-// end (or exception) through a promise.
-struct Task {
-  struct promise_type {
-    std::promise<void> done;
-    Task get_return_object() { return Task{done.get_future()}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() { done.set_value(); }
-    void unhandled_exception() { done.set_exception(std::current_exception()); }
-  };
-  std::future<void> finished;
-};
 
 }  // namespace
 
