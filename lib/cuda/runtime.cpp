@@ -4,6 +4,9 @@
 #include "cuda/check.hpp"
 #include "cuda/handles.hpp"
 
+#include <algorithm>
+#include <mutex>
+#include <set>
 #include <tuple>
 
 namespace cmdgraph::detail::cuda {
@@ -38,6 +41,33 @@ std::pair<int, int> priority_range(int device) {
   int least = 0, greatest = 0;
   CMDGRAPH_CUDA(no_command, cudaDeviceGetStreamPriorityRange, &least, &greatest);
   return {least, greatest};
+}
+
+namespace {
+// Enabling is per direction: the current device gains access to `peer`'s memory.
+void enable_access(int device, int peer, Served served) {
+  int possible = 0;
+  CMDGRAPH_CUDA(served, cudaDeviceCanAccessPeer, &possible, device, peer);
+  if (!possible) return;
+  const ScopedDevice on(device);
+  const cudaError_t status = try_call([&] { return cudaDeviceEnablePeerAccess(peer, 0); });
+  if (status == cudaErrorPeerAccessAlreadyEnabled) {
+    clear_error();  // enabled earlier, e.g. by the caller's own code: what we wanted
+  } else if (status != cudaSuccess) {
+    fail(status, "cudaDeviceEnablePeerAccess", served);
+  }
+}
+}  // namespace
+
+void open_peer_access(int device, int peer, Served served) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> opened;
+  const auto pair = std::minmax(device, peer);
+  std::lock_guard lock(mutex);
+  if (opened.contains(pair)) return;
+  enable_access(device, peer, served);
+  enable_access(peer, device, served);
+  opened.insert(pair);
 }
 
 void* allocate_device(int device, std::size_t bytes) {

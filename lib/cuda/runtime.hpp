@@ -1,6 +1,8 @@
 // Device queries and memory through the checked door.
 #pragma once
 
+#include "cuda/check.hpp"
+
 #include <cmdgraph/device.hpp>
 
 #include <cstddef>
@@ -13,6 +15,11 @@ int device_count() noexcept;
 DeviceProperties properties(int device);
 /// The device's stream priority range: least urgent, most urgent.
 std::pair<int, int> priority_range(int device);
+
+/// Lets `device` and `peer` reach each other's memory directly (NVLink or PCIe) where the
+/// hardware can, once per pair and process. Copies between them work either way (CUDA stages
+/// them through host memory otherwise), only slower. Throws for a device that does not exist.
+void open_peer_access(int device, int peer, Served served);
 
 void* allocate_device(int device, std::size_t bytes);
 void free_device(int device, void* p) noexcept;

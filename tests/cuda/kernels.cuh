@@ -46,12 +46,28 @@ struct Scale {
   __host__ __device__ void operator()(std::size_t i) const { out[i] = in[i] * factor; }
 };
 
+/// Makes a device current for raw CUDA calls in test code, restoring the previous one after.
+class OnDevice {
+ public:
+  explicit OnDevice(Device d) {
+    TEST_CUDA(cudaGetDevice(&previous_));
+    TEST_CUDA(cudaSetDevice(d.ordinal()));
+  }
+  ~OnDevice() { TEST_CUDA(cudaSetDevice(previous_)); }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 /// A ticket board in device memory, poisoned; read back into Observations.
 struct DeviceBoard {
   Buffer<std::uint32_t> counter, first, last, runs;
   std::size_t cells;
   DeviceBoard(Device d, std::size_t cells_)
       : counter(d, 1), first(d, cells_), last(d, cells_), runs(d, cells_), cells(cells_) {
+    const OnDevice on(d);
     Observations poison(cells);
     TEST_CUDA(cudaMemset(counter.data(), 0, sizeof(std::uint32_t)));
     TEST_CUDA(cudaMemcpy(first.data(), poison.first.data(), cells * 4, cudaMemcpyHostToDevice));
@@ -81,6 +97,13 @@ namespace cmdgraph::testing {
 /// flight for as long as a test needs.
 __global__ void spin_until(volatile int* flag) {
   while (*flag == 0) {
+  }
+}
+
+/// Busy for about `cycles` SM cycles in every thread: device work of a known length.
+__global__ void busy(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
   }
 }
 

@@ -21,25 +21,19 @@ using namespace cmdgraph::testing;
 
 namespace {
 
-__global__ void busy_for(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
 // A chain of 6 kernels of ~20 us with a fan of 3 beside its middle.
 CommandBuffer shape() {
   CommandBuffer cmd("profiled");
   Command prev;
   std::vector<Command> chain;
   for (int i = 0; i < 6; ++i) {
-    auto k = cmd.launch(&busy_for, LaunchConfig{{1}, {32}}, 40'000ll).named("chain" + std::to_string(i));
+    auto k = cmd.launch(&busy, LaunchConfig{{1}, {32}}, 40'000ll).named("chain" + std::to_string(i));
     if (i) k.after(prev);
     prev = k;
     chain.push_back(k);
   }
   for (int i = 0; i < 3; ++i) {
-    cmd.launch(&busy_for, LaunchConfig{{1}, {32}}, 40'000ll).named("fan" + std::to_string(i)).after(chain[1]);
+    cmd.launch(&busy, LaunchConfig{{1}, {32}}, 40'000ll).named("fan" + std::to_string(i)).after(chain[1]);
   }
   return cmd;
 }

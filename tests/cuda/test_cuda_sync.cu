@@ -18,13 +18,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Busy for about `cycles` SM cycles in every thread.
-__global__ void busy(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
 // Busy for `cycles` to 2 x `cycles`, by block: blocks of a load finish at staggered times, so
 // the scheduler keeps choosing what runs next instead of refilling whole waves at once.
 __global__ void staggered_busy(long long cycles) {
@@ -45,7 +38,6 @@ Executable kernel_exe(const char* name, LaunchConfig config, long long cycles,
   cmd.launch(&busy, config, cycles).named(name);
   return compile(cmd, Device::cuda(0), {.backend = backend});
 }
-
 
 }  // namespace
 

@@ -1,5 +1,6 @@
-// The runner of GPU suites: on a machine without a CUDA device it says so and exits with 77,
-// which meson reports as SKIP (CI stays green and honest); otherwise it runs doctest.
+// The runner of GPU suites: on a machine with fewer CUDA devices than the suite needs
+// (CMDGRAPH_TEST_DEVICES, default 1) it says so and exits with 77, which meson reports as SKIP
+// (CI stays green and honest); otherwise it runs doctest.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -8,12 +9,17 @@
 #include <cstdio>
 #include <cstdlib>
 
+#ifndef CMDGRAPH_TEST_DEVICES
+#define CMDGRAPH_TEST_DEVICES 1
+#endif
+
 int main(int argc, char** argv) {
   // Stream priorities only act between streams on different hardware queues; CUDA's default
   // of 8 lets the many queues of these suites share them. Must be set before CUDA starts.
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
-  if (cmdgraph::Device::count() == 0) {
-    std::printf("no CUDA device visible: this GPU suite is skipped\n");
+  if (const int visible = cmdgraph::Device::count(); visible < CMDGRAPH_TEST_DEVICES) {
+    std::printf("%d CUDA device(s) visible, this GPU suite needs %d: skipped\n", visible,
+                CMDGRAPH_TEST_DEVICES);
     return 77;
   }
   const cmdgraph::DeviceProperties p = cmdgraph::Device::cuda(0).properties();

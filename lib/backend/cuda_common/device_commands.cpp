@@ -2,6 +2,7 @@
 #include "backend/cuda_common/device_commands.hpp"
 
 #include "cuda/check.hpp"
+#include "cuda/runtime.hpp"
 #include "run/event_state.hpp"
 
 #include <cmdgraph/error.hpp>
@@ -53,13 +54,21 @@ void collect_device_code(const Plan& plan, const Plan& root, std::vector<std::st
 
 }  // namespace
 
-static void check_memory_on(const Plan& plan, std::uint32_t c, const Plan& root, const MemoryRange& r,
-                     int device) {
-  if (r.space == MemorySpace::device && r.device != device) {
+// Memory a command running on `device` may touch: host memory, and device memory of `device`;
+// a copy may also reach another GPU (a peer copy), for which peer access is opened here.
+static void check_memory_on(const Plan& plan, std::uint32_t c, const Plan& root,
+                            const MemoryRange& r, int device) {
+  if (r.space != MemorySpace::device || r.device == device) return;
+  if (r.device < 0 || r.device >= cuda::device_count()) {
+    refuse(plan, c, root, errc::device_mismatch,
+           "it touches memory of cuda:" + std::to_string(r.device) + ", which does not exist");
+  }
+  if (plan.command(c).kind != CommandKind::copy) {
     refuse(plan, c, root, errc::device_mismatch,
            "it touches memory of cuda:" + std::to_string(r.device) + " but runs on cuda:" +
-               std::to_string(device) + " (one executable runs on one device)");
+               std::to_string(device) + " (only copies reach another device)");
   }
+  cuda::open_peer_access(device, r.device, command_label(plan, c, root));
 }
 
 static void check_plan_on_device(const Plan& plan, const Plan& root, const ArgumentStore& args,

@@ -13,9 +13,10 @@
 namespace cmdgraph::detail {
 
 /// Throws, naming the first command that cannot run on CUDA device `device`: a parallel_for
-/// without a device version, memory or events of another device.
+/// without a device version, events of another device, memory of another device outside a
+/// copy. Opens peer access for copies that reach another device.
 void check_runs_on_device(const Plan& plan, const ArgumentStore& args, int device);
-/// Throws unless memory `r` can be reached by CUDA device `device`, naming root command `c`.
+/// Throws unless memory `r` can be reached by root command `c` on CUDA device `device`.
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device);
 
 /// A kernel or parallel_for ready to launch, its parameters pointing into an ArgumentStore.
