@@ -1,6 +1,7 @@
 // Work across two GPUs: both CUDA backends on the second device (nothing assumes device 0),
-// copies between devices, queues of one device waiting for another's event or semaphore, and
-// the clear errors for what one executable cannot do across devices. Skipped (exit 77) when
+// copies between devices, one device waiting for another's event (from its queue or from
+// inside its command buffer) or semaphore, and the clear errors for what one executable cannot
+// do across devices. Skipped (exit 77) when
 // fewer than two CUDA devices are visible.
 #include "cuda/oracle.cuh"
 #include "support/expect_error.hpp"
@@ -84,7 +85,7 @@ TEST_CASE("cuda.multi_device.peer_copies" * doctest::timeout(120)) {
   }
 }
 
-TEST_CASE("cuda.multi_device.queue_waits_for_another_device" * doctest::timeout(120)) {
+TEST_CASE("cuda.multi_device.waits_for_another_device" * doctest::timeout(120)) {
   // cuda:0 spends ~2 ms before it writes 42; cuda:1 then copies the value over. Without the
   // wait, cuda:1 would copy the poison.
   const Device gpu0 = Device::cuda(0), gpu1 = Device::cuda(1);
@@ -107,6 +108,20 @@ TEST_CASE("cuda.multi_device.queue_waits_for_another_device" * doctest::timeout(
       q0.record(done);
       q1.wait(done);
       consume.launch(q1).wait();
+      CHECK(out[0] == 42);
+    }
+    {  // through a wait for the event recorded in the consumer's own command buffer
+      poison(gpu0, value.data(), 1);
+      out[0] = -7;
+      Event done(gpu0);
+      CommandBuffer waiting("fetch when cuda:0 is done");
+      auto ready = waiting.wait(done).named("wait for cuda:0");
+      auto fetched = waiting.copy(mine, value, 1).after(ready).named("across");
+      waiting.copy(out, mine, 1).after(fetched).named("download");
+      Executable consume_after = compile(waiting, gpu1, {.backend = backend});
+      produce.launch(q0);
+      q0.record(done);
+      consume_after.launch(q1).wait();
       CHECK(out[0] == 42);
     }
     {  // through a timeline semaphore
@@ -146,14 +161,14 @@ TEST_CASE("cuda.multi_device.errors_name_the_command" * doctest::timeout(60)) {
       REQUIRE(e);
       CHECK(e->commands() == std::vector<std::string>{"local fill"});
     }
-    {  // a recorded wait for another device's event
+    {  // recording another device's event
       Event elsewhere(gpu1);
-      CommandBuffer cmd("wait elsewhere");
-      cmd.wait(elsewhere).named("foreign wait");
+      CommandBuffer cmd("record elsewhere");
+      cmd.record(elsewhere).named("foreign record");
       auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu0, {.backend = backend}),
                                      errc::device_mismatch);
       REQUIRE(e);
-      CHECK(e->commands() == std::vector<std::string>{"foreign wait"});
+      CHECK(e->commands() == std::vector<std::string>{"foreign record"});
     }
     {  // a launch on another device's queue
       CommandBuffer cmd("here");

@@ -95,9 +95,13 @@ static void check_plan_on_device(const Plan& plan, const Plan& root, const Argum
         break;
       case CommandKind::event_record:
       case CommandKind::event_wait: {
+        // A device records only its own events but may wait for any GPU's, as a stream may.
         const Device d = std::get<EventPayload>(cmd.payload).event->device();
-        if (!d.is_cuda() || d.ordinal() != device) {
-          refuse(plan, c, root, errc::device_mismatch, "its event belongs to " + d.name());
+        const bool waits = cmd.kind == CommandKind::event_wait;
+        if (!d.is_cuda() || (d.ordinal() != device && !waits)) {
+          refuse(plan, c, root, errc::device_mismatch,
+                 "its event belongs to " + d.name() +
+                     (d.is_cuda() ? " (a device records only its own events)" : ""));
         }
         break;
       }

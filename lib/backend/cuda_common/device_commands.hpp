@@ -13,8 +13,8 @@
 namespace cmdgraph::detail {
 
 /// Throws, naming the first command that cannot run on CUDA device `device`: a parallel_for
-/// without a device version, events of another device, memory of another device outside a
-/// copy. Opens peer access for copies that reach another device.
+/// without a device version, a recorded event of another device (waiting for one is fine),
+/// memory of another device outside a copy. Opens peer access for copies that reach another device.
 void check_runs_on_device(const Plan& plan, const ArgumentStore& args, int device);
 /// Throws unless memory `r` can be reached by root command `c` on CUDA device `device`.
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device);
