@@ -1,6 +1,6 @@
 // The seed's multi-GPU cooperation: one job split across every visible GPU, each device with
 // its own queue, executable and events; each device copies its partial sum straight into the
-// primary device's memory (a peer-to-peer copy), and the primary's queue waits on every
+// primary device's memory (a peer-to-peer copy), and the primary's executable waits on every
 // device's event before it adds them up. Two jobs show both kinds of scaling:
 //  - memory-bound: the sum of 2 GiB of floats, read once;
 //  - compute-bound: the sum of 16 Mi pseudo-random walks of 8,192 dependent steps each.
@@ -162,10 +162,14 @@ Run run_on(int devices, const JobSize& size) {
     shares.push_back(make_share(Device::cuda(d), size, first, last - first, gathered, d));
   }
   Share& primary = shares[0];
+  // The primary device's work: wait for every device's event (a CUDA event of another device
+  // is fine to wait for), then add up what they copied into `gathered`.
   CommandBuffer aggregate("aggregate");
-  const Command total = record_sum_in_place(aggregate, gathered.data(), devices, Command{});
-  Command copy_out = aggregate.copy(result, gathered, 1).named("result");
-  if (total.valid()) copy_out.after(total);
+  for (Share& s : shares) aggregate.wait(s.done).named("wait for " + s.device.name());
+  aggregate.barrier();  // what follows waits for every device
+  record_sum_in_place(aggregate, gathered.data(), devices, Command{});
+  aggregate.barrier();
+  aggregate.copy(result, gathered, 1).named("result");
   Executable aggregate_exe = compile(aggregate, primary.device);
 
   Event begin(primary.device, {.timing = true}), end(primary.device, {.timing = true});
@@ -179,7 +183,6 @@ Run run_on(int devices, const JobSize& size) {
       s.queue.record(s.start);
       s.sum.launch(s.queue);
       s.queue.record(s.done);
-      primary.queue.wait(s.done);  // a CUDA event of another device is fine here
     }
     aggregate_exe.launch(primary.queue);
     primary.queue.record(end);
