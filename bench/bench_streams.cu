@@ -95,16 +95,30 @@ void compare(const char* what, const std::function<void(HandChains&)>& hand, Com
   HandChains h(q.native_handle());
   Executable exe = compile(cmd, gpu, {.backend = Backend::streams, .max_streams = lanes});
   constexpr int launches = 20;
-  std::vector<double> raw, ours;
-  for (int t = 0; t < 16; ++t) {
-    const double r = bench::device_us(q.native_handle(), [&] {
+  auto time_raw = [&] {
+    return bench::device_us(q.native_handle(), [&] {
       for (int i = 0; i < launches; ++i) hand(h);
     }) / launches;
-    const double o = bench::device_us(q.native_handle(), [&] {
+  };
+  auto time_ours = [&] {
+    const double us = bench::device_us(q.native_handle(), [&] {
       for (int i = 0; i < launches; ++i) exe.launch(q);
     }) / launches;
     q.wait();
-    if (t == 0) continue;
+    return us;
+  };
+  std::vector<double> raw, ours;
+  for (int t = 0; t < 33; ++t) {
+    // Whichever runs second in a trial may find the host warmer or busier: take turns.
+    double r, o;
+    if (t % 2) {
+      o = time_ours();
+      r = time_raw();
+    } else {
+      r = time_raw();
+      o = time_ours();
+    }
+    if (t == 0) continue;  // warm-up
     raw.push_back(r);
     ours.push_back(o);
   }
