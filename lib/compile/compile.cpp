@@ -71,7 +71,7 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
 Executable compile(CommandBuffer& commands, Device device, const CompileOptions& options) {
   const std::shared_ptr<detail::Recording>& rec = commands.recording();
   const detail::Recording::UseGuard guard(*rec);
-  const detail::NvtxRange range(rec->name());
+  const detail::NvtxRange range("compile " + rec->name());
 
   ExecutableStats stats;
   const auto start = std::chrono::steady_clock::now();
