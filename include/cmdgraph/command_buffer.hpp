@@ -124,6 +124,24 @@ class CommandBuffer {
   /// `secondary`; it may be executed by several buffers.
   Command execute(CommandBuffer& secondary);
 
+  /// Runs `body` as one command again and again while `condition()` is true, checked before
+  /// every pass (so possibly never). `condition` is a trivially copyable functor returning
+  /// bool, __host__ __device__ under nvcc like a parallel_for functor; it reads what the body
+  /// wrote. On the CUDA graph backend the loop is a conditional WHILE node: a one-thread kernel
+  /// evaluates the condition after each pass and the passes never return to the host, so the
+  /// body may hold only what CUDA allows there (kernels, parallel_for, copies between device
+  /// or pinned memory, fills, loops). Seals `body`. A condition that never turns false runs
+  /// forever: bound it (a pass counter in the condition) or wait with a timeout.
+  template <class C>
+    requires std::predicate<const C&>
+  Command loop_while(CommandBuffer& body, const C& condition) {
+    static_assert(std::is_trivially_copyable_v<C>,
+                  "loop conditions are copied byte-wise to the device: capture pointers and "
+                  "values, not containers");
+    return Command(add_loop(body, {detail::kernel_param(condition), detail::host_condition_of<C>(),
+                                   detail::condition_kernel_of<C>()}));
+  }
+
   /// Calls `f(stream)` at compile time on a capturing CUDA stream, so library calls (cuBLAS,
   /// NCCL, ...) become part of the executable. CUDA devices only.
   template <class F>
@@ -153,6 +171,7 @@ class CommandBuffer {
   detail::CommandRef add_fill(const detail::FillSpec& spec);
   detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task);
   detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
+  detail::CommandRef add_loop(CommandBuffer& body, const detail::LoopSpec& spec);
 
   std::shared_ptr<detail::Recording> rec_;
 };

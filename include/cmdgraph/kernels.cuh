@@ -1,4 +1,5 @@
-// The one public header that needs nvcc: the kernel behind parallel_for on CUDA devices.
+// The one public header that needs nvcc: the kernels behind parallel_for and loop_while on CUDA
+// devices.
 // cmdgraph.hpp includes it by itself in translation units compiled by nvcc.
 #pragma once
 
@@ -15,6 +16,13 @@ __global__ void parallel_for_kernel(F f, std::size_t n) {
        i += stride) {
     f(i);
   }
+}
+
+/// Sets a conditional WHILE node's value from the loop's condition: run alone (one thread)
+/// before the loop and after each pass of its body.
+template <class C>
+__global__ void loop_condition_kernel(C condition, cudaGraphConditionalHandle handle) {
+  cudaGraphSetConditional(handle, condition() ? 1u : 0u);
 }
 
 }  // namespace cmdgraph::detail

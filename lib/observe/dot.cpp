@@ -28,6 +28,7 @@ const char* shape_of(CommandKind kind) {
     case CommandKind::event_record:
     case CommandKind::event_wait: return "diamond";
     case CommandKind::nested: return "folder";
+    case CommandKind::loop: return "doubleoctagon";
     case CommandKind::capture: return "component";
     case CommandKind::barrier: return "point";
   }

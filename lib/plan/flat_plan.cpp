@@ -1,4 +1,4 @@
-// flatten: expands nested plans between join tasks, keeping a topological task order.
+// flatten: expands executed buffers between join tasks, keeping a topological task order.
 #include "plan/flat_plan.hpp"
 
 #include <utility>
@@ -23,7 +23,9 @@ class Flattener {
   std::vector<Span> expand(const Plan& plan, std::int64_t entry) {
     std::vector<Span> spans(plan.size());
     for (std::uint32_t c : plan.order) {
-      if (const Plan* nested = plan.nested[c].get()) {
+      // A loop stays one task: how often its body runs is only known as it runs.
+      const Plan* nested = plan.command(c).kind == CommandKind::nested ? plan.nested[c].get() : nullptr;
+      if (nested) {
         const std::uint32_t in = add(plan, FlatTask::join);
         const std::vector<Span> inner = expand(*nested, in);
         const std::uint32_t out = add(plan, FlatTask::join);

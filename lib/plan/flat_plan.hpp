@@ -1,6 +1,6 @@
-// FlatPlan: a plan with nested buffers expanded in place, for backends that schedule single
-// commands (host, streams). Each nested command becomes an entry and an exit join task around
-// the nested plan's own tasks.
+// FlatPlan: a plan with executed buffers expanded in place, for backends that schedule single
+// commands (host, streams). Each execute command becomes an entry and an exit join task around
+// the executed plan's own tasks; a loop stays one task.
 #pragma once
 
 #include "plan/adjacency.hpp"

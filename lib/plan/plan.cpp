@@ -96,8 +96,11 @@ std::shared_ptr<const Plan> build(std::shared_ptr<const Recording> recording, Pl
 
   plan->nested.resize(n);
   for (std::uint32_t c = 0; c < n; ++c) {
-    if (const auto* nested = std::get_if<NestedPayload>(&rec.commands()[c].payload)) {
+    const Payload& payload = rec.commands()[c].payload;
+    if (const auto* nested = std::get_if<NestedPayload>(&payload)) {
       plan->nested[c] = build(nested->recording, cache);
+    } else if (const auto* loop = std::get_if<LoopPayload>(&payload)) {
+      plan->nested[c] = build(loop->body, cache);
     }
   }
   cache.emplace(&rec, plan);
@@ -105,6 +108,14 @@ std::shared_ptr<const Plan> build(std::shared_ptr<const Recording> recording, Pl
 }
 
 }  // namespace
+
+bool contains(const Plan& plan, CommandKind kind) {
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (plan.command(c).kind == kind) return true;
+    if (plan.nested[c] && contains(*plan.nested[c], kind)) return true;
+  }
+  return false;
+}
 
 std::uint64_t schedule_weight(CommandKind kind) noexcept {
   switch (kind) {

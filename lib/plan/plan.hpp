@@ -23,7 +23,7 @@ struct Plan {
   std::uint32_t level_count = 0;
   std::vector<std::uint64_t> bottom;    // weight of the heaviest path from c to a sink, c included
   std::vector<std::uint32_t> critical_path;  // a heaviest source-to-sink path
-  std::vector<std::shared_ptr<const Plan>> nested;  // per command: the nested buffer's plan
+  std::vector<std::shared_ptr<const Plan>> nested;  // per command: the plan of its executed buffer or loop body
 
   std::size_t size() const noexcept { return order.size(); }
   const RecordedCommand& command(std::uint32_t c) const { return recording->commands()[c]; }
@@ -39,6 +39,9 @@ std::shared_ptr<const Plan> build_plan(std::shared_ptr<const Recording> recordin
 inline std::string command_label(const Plan& plan, std::uint32_t c, const Plan& root) {
   return &plan == &root ? plan.name(c) : plan.recording->qualified_name(c);
 }
+
+/// True when `plan`, or a buffer it executes or loops over, has a command of `kind`.
+bool contains(const Plan& plan, CommandKind kind);
 
 /// A scheduling weight per command kind: barriers and event commands cost nothing.
 std::uint64_t schedule_weight(CommandKind kind) noexcept;

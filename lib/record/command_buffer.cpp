@@ -153,6 +153,17 @@ Command CommandBuffer::execute(CommandBuffer& secondary) {
   return Command(rec.add(CommandKind::nested, detail::NestedPayload{secondary.rec_}));
 }
 
+detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::LoopSpec& spec) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (!body.rec_) reject(rec, CommandKind::loop, "moved-from body", errc::invalid_handle);
+  if (body.rec_ == rec_) reject(rec, CommandKind::loop, "a command buffer cannot loop over itself");
+  body.rec_->seal();
+  return rec.add(CommandKind::loop, detail::LoopPayload{body.rec_, rec.arguments().add(spec.condition),
+                                                        spec.host, spec.device_kernel});
+}
+
 Command CommandBuffer::barrier() {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
@@ -171,6 +182,7 @@ const char* to_string(CommandKind kind) noexcept {
     case CommandKind::nested: return "execute";
     case CommandKind::capture: return "capture";
     case CommandKind::barrier: return "barrier";
+    case CommandKind::loop: return "loop_while";
   }
   return "command";
 }

@@ -55,10 +55,16 @@ struct CapturePayload {
   std::shared_ptr<CaptureTask> task;
 };
 struct BarrierPayload {};
+struct LoopPayload {
+  std::shared_ptr<const Recording> body;
+  ArgumentStore::Slot condition;  // the condition functor
+  HostCondition host;
+  const void* device_kernel;
+};
 
 using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, FillPayload,
                              HostPayload, EventPayload, NestedPayload, CapturePayload,
-                             BarrierPayload>;
+                             BarrierPayload, LoopPayload>;
 
 struct RecordedCommand {
   CommandKind kind;

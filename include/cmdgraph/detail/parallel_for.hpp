@@ -1,5 +1,5 @@
-// The two faces of a parallel_for functor: a host loop, and (in CUDA translation units) the
-// kernel from cmdgraph/kernels.cuh.
+// The two faces of a parallel_for functor or a loop condition: a host call, and (in CUDA
+// translation units) the kernel from cmdgraph/kernels.cuh.
 #pragma once
 
 #include <cmdgraph/detail/specs.hpp>
@@ -37,6 +37,36 @@ template <class F>
 const void* device_kernel_of() noexcept {
 #if defined(__CUDACC__)
   return reinterpret_cast<const void*>(&parallel_for_kernel<F>);
+#else
+  return nullptr;
+#endif
+}
+
+template <class C>
+bool host_condition(const void* condition) {
+  return (*static_cast<const C*>(condition))();
+}
+
+/// The host evaluation of loop condition C, or null when C is a __device__-only lambda.
+template <class C>
+constexpr HostCondition host_condition_of() noexcept {
+#if defined(__CUDACC__) && defined(__CUDACC_EXTENDED_LAMBDA__)
+  if constexpr (__nv_is_extended_device_lambda_closure_type(C)) {
+    return nullptr;
+  } else {
+    return &host_condition<C>;
+  }
+#else
+  return &host_condition<C>;
+#endif
+}
+
+/// The kernel that evaluates loop condition C on the GPU when this translation unit is
+/// compiled by nvcc, null otherwise.
+template <class C>
+const void* condition_kernel_of() noexcept {
+#if defined(__CUDACC__)
+  return reinterpret_cast<const void*>(&loop_condition_kernel<C>);
 #else
   return nullptr;
 #endif

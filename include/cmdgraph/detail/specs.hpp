@@ -37,6 +37,15 @@ struct ParallelForSpec {
   const void* device_kernel; // null when not recorded in a CUDA translation unit
 };
 
+/// Evaluates a loop condition functor on the calling thread.
+using HostCondition = bool (*)(const void* condition);
+
+struct LoopSpec {
+  KernelParam condition;      // stored like a kernel parameter: it is one on the GPU
+  HostCondition host;         // null when the functor has no host version
+  const void* device_kernel;  // null when not recorded in a CUDA translation unit
+};
+
 /// A range of memory, type-erased.
 struct MemoryRange {
   void* data;

@@ -46,6 +46,7 @@ void collect_device_code(const Plan& plan, const Plan& root, std::vector<std::st
       case CommandKind::kernel:
       case CommandKind::parallel_for:
       case CommandKind::capture: out.push_back(command_label(plan, c, root)); break;
+      case CommandKind::loop: out.push_back(command_label(plan, c, root)); [[fallthrough]];
       case CommandKind::nested: collect_device_code(*plan.nested[c], root, out); break;
       default: break;
     }
@@ -71,8 +72,16 @@ static void check_memory_on(const Plan& plan, std::uint32_t c, const Plan& root,
   cuda::open_peer_access(device, r.device, command_label(plan, c, root));
 }
 
+// Where a command sits. A loop body on CUDA is a conditional node's body graph, which takes
+// no host, event or capture nodes; an executed buffer becomes a child graph that CUDA clones,
+// which must not hold a loop (its handle belongs to the graph it was made in).
+struct Within {
+  bool loop = false;
+  bool executed = false;
+};
+
 static void check_plan_on_device(const Plan& plan, const Plan& root, const ArgumentStore& args,
-                          int device) {
+                                 int device, Within within) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     const RecordedCommand& cmd = plan.command(c);
     switch (cmd.kind) {
@@ -93,8 +102,21 @@ static void check_plan_on_device(const Plan& plan, const Plan& root, const Argum
         check_memory_on(plan, c, root,
                         args.get<FillSpec>(std::get<FillPayload>(cmd.payload).spec).dst, device);
         break;
+      case CommandKind::host:
+      case CommandKind::capture:
+        if (within.loop) {
+          refuse(plan, c, root, errc::unsupported,
+                 "a loop body on a CUDA device holds no host tasks or captures (a conditional "
+                 "node's body takes kernels, copies, fills, child graphs and loops)");
+        }
+        break;
       case CommandKind::event_record:
       case CommandKind::event_wait: {
+        if (within.loop) {
+          refuse(plan, c, root, errc::unsupported,
+                 "a loop body on a CUDA device holds no event commands (a conditional node's "
+                 "body takes kernels, copies, fills, child graphs and loops)");
+        }
         // A device records only its own events but may wait for any GPU's, as a stream may.
         const Device d = std::get<EventPayload>(cmd.payload).event->device();
         const bool waits = cmd.kind == CommandKind::event_wait;
@@ -106,15 +128,32 @@ static void check_plan_on_device(const Plan& plan, const Plan& root, const Argum
         break;
       }
       case CommandKind::nested:
-        check_plan_on_device(*plan.nested[c], root, plan.nested[c]->recording->arguments(), device);
+        check_plan_on_device(*plan.nested[c], root, plan.nested[c]->recording->arguments(), device,
+                             {within.loop, true});
         break;
-      default: break;
+      case CommandKind::loop:
+        if (within.executed) {
+          refuse(plan, c, root, errc::unsupported,
+                 "a loop inside an executed buffer is not supported on CUDA devices; record the "
+                 "loop in the buffer that executes it");
+        }
+        if (!std::get<LoopPayload>(cmd.payload).device_kernel) {
+          refuse(plan, c, root, errc::unsupported,
+                 "its condition has no device version (record it in a translation unit compiled "
+                 "by nvcc, with a __host__ __device__ call operator)");
+        }
+        check_plan_on_device(*plan.nested[c], root, plan.nested[c]->recording->arguments(), device,
+                             {true, within.executed});
+        break;
+      case CommandKind::kernel:
+      case CommandKind::barrier:
+        break;
     }
   }
 }
 
 void check_runs_on_device(const Plan& plan, const ArgumentStore& args, int device) {
-  check_plan_on_device(plan, plan, args, device);
+  check_plan_on_device(plan, plan, args, device, {});
 }
 
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device) {

@@ -1,4 +1,5 @@
-// GraphBuilder: node per command kind, child graphs for nesting and capture.
+// GraphBuilder: node per command kind, child graphs for nesting and capture, conditional WHILE
+// nodes for loops.
 #include "backend/cuda_graph/graph_builder.hpp"
 
 #include "cuda/check.hpp"
@@ -37,14 +38,6 @@ cudaMemsetParams memset_node_params(const FillSpec& fill) {
   return p;
 }
 
-bool has_capture(const Plan& plan) {
-  for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (plan.command(c).kind == CommandKind::capture) return true;
-    if (plan.nested[c] && has_capture(*plan.nested[c])) return true;
-  }
-  return false;
-}
-
 BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
   BuiltGraph out;
   root_ = &plan;
@@ -55,7 +48,7 @@ BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
     CMDGRAPH_CUDA(cuda::for_executable(plan.recording->name()), cudaGraphAddEventRecordNode, &root, out.graph.get(),
                   nullptr, std::size_t{0}, out.launch_start.get());
   }
-  add_nodes(plan, args, out.graph.get(), out.nodes, out, root);
+  add_nodes(plan, args, out.graph.get(), out.nodes, out, root, profile_);
   return out;
 }
 
@@ -72,22 +65,22 @@ cudaGraphNode_t GraphBuilder::add_event_node(cudaGraph_t graph,
 
 void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
                              std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out,
-                             cudaGraphNode_t root) {
+                             cudaGraphNode_t root, bool profiled) {
   nodes.assign(plan.size(), nullptr);
   // Profiling: start -> command -> end, and dependants follow the end event, so every
   // command's start is recorded after its parents' ends (the timings honour the edges).
-  std::vector<cudaGraphNode_t> ends(profile_ ? plan.size() : 0, nullptr);
+  std::vector<cudaGraphNode_t> ends(profiled ? plan.size() : 0, nullptr);
   std::vector<cudaGraphNode_t> deps;
   for (std::uint32_t c : plan.order) {
     deps.clear();
-    for (std::uint32_t p : plan.parents[c]) deps.push_back(profile_ ? ends[p] : nodes[p]);
+    for (std::uint32_t p : plan.parents[c]) deps.push_back(profiled ? ends[p] : nodes[p]);
     if (deps.empty() && root) deps.push_back(root);
     ProfilePoint point{&plan, c, nullptr, nullptr};
-    if (profile_) deps.assign(1, add_event_node(graph, deps, out, &point.start));
-    nodes[c] = add_node(plan, c, args, graph, deps, out);
+    if (profiled) deps.assign(1, add_event_node(graph, deps, out, &point.start));
+    nodes[c] = add_node(plan, c, args, graph, deps, out, profiled);
     out.names.emplace(nodes[c], command_label(plan, c, *root_));
     ++out.node_count;
-    if (profile_) {
+    if (profiled) {
       ends[c] = add_event_node(graph, {nodes[c]}, out, &point.end);
       out.points.push_back(point);
     }
@@ -96,7 +89,7 @@ void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGr
 
 cudaGraphNode_t GraphBuilder::add_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
                                        cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
-                                       BuiltGraph& out) {
+                                       BuiltGraph& out, bool profiled) {
   const RecordedCommand& cmd = plan.command(c);
   const std::string name = command_label(plan, c, *root_);
   cudaGraphNode_t node = nullptr;
@@ -139,7 +132,8 @@ cudaGraphNode_t GraphBuilder::add_node(const Plan& plan, std::uint32_t c, const 
       const Plan& inner = *plan.nested[c];
       cuda::Graph child = cuda::create_graph(name);
       std::vector<cudaGraphNode_t> inner_nodes;
-      add_nodes(inner, inner.recording->arguments(), child.get(), inner_nodes, out, nullptr);
+      add_nodes(inner, inner.recording->arguments(), child.get(), inner_nodes, out, nullptr,
+                profiled);
       // The child is cloned into the node; ours is destroyed at the end of this scope.
       CMDGRAPH_CUDA(name, cudaGraphAddChildGraphNode, &node, graph, deps.data(), deps.size(),
                     child.get());
@@ -154,7 +148,55 @@ cudaGraphNode_t GraphBuilder::add_node(const Plan& plan, std::uint32_t c, const 
     case CommandKind::barrier:
       CMDGRAPH_CUDA(name, cudaGraphAddEmptyNode, &node, graph, deps.data(), deps.size());
       break;
+    case CommandKind::loop:
+      node = add_loop(plan, c, args, graph, deps, out);
+      break;
   }
+  return node;
+}
+
+// A one-thread kernel sets the condition before the first pass; a conditional WHILE node runs
+// the body, which ends with the same kernel setting it for the next pass. The passes never
+// return to the host.
+cudaGraphNode_t GraphBuilder::add_loop(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
+                                       cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
+                                       BuiltGraph& out) {
+  const std::string name = command_label(plan, c, *root_);
+  const auto& loop = std::get<LoopPayload>(plan.command(c).payload);
+  cudaGraphConditionalHandle handle = 0;
+  CMDGRAPH_CUDA(name, cudaGraphConditionalHandleCreate, &handle, graph, 0u, 0u);
+  // Kernel node parameters are copied when a node is made: pointers to locals are fine.
+  void* params[] = {const_cast<void*>(args.data(loop.condition)), &handle};
+  cudaKernelNodeParams check{};
+  check.func = const_cast<void*>(loop.device_kernel);
+  check.gridDim = dim3(1);
+  check.blockDim = dim3(1);
+  check.kernelParams = params;
+  cudaGraphNode_t first = nullptr;
+  CMDGRAPH_CUDA(name, cudaGraphAddKernelNode, &first, graph, deps.data(), deps.size(), &check);
+
+  cudaGraphNodeParams p{};
+  p.type = cudaGraphNodeTypeConditional;
+  p.conditional.handle = handle;
+  p.conditional.type = cudaGraphCondTypeWhile;
+  p.conditional.size = 1;
+  cudaGraphNode_t node = nullptr;
+  CMDGRAPH_CUDA(name, cudaGraphAddNode, &node, graph, &first, nullptr, std::size_t{1}, &p);
+
+  const Plan& body = *plan.nested[c];
+  std::vector<cudaGraphNode_t> body_nodes;
+  add_nodes(body, body.recording->arguments(), p.conditional.phGraph_out[0], body_nodes, out,
+            nullptr, false);
+  std::vector<cudaGraphNode_t> last;  // the body's sinks
+  for (std::uint32_t k = 0; k < body.size(); ++k) {
+    if (body.children[k].empty()) last.push_back(body_nodes[k]);
+  }
+  cudaGraphNode_t again = nullptr;
+  CMDGRAPH_CUDA(name, cudaGraphAddKernelNode, &again, p.conditional.phGraph_out[0], last.data(),
+                last.size(), &check);
+  out.names.emplace(first, name);
+  out.names.emplace(again, name);
+  out.node_count += 2;
   return node;
 }
 

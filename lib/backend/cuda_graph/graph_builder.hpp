@@ -1,5 +1,6 @@
 // GraphBuilder: a plan as a cudaGraph_t through the explicit node API, one node per command,
-// edges from the plan's transitive reduction. Nested buffers and captures become child graphs.
+// edges from the plan's transitive reduction. Nested buffers and captures become child graphs,
+// loops conditional WHILE nodes.
 #pragma once
 
 #include "backend/cuda_common/device_commands.hpp"
@@ -47,11 +48,17 @@ class GraphBuilder {
   BuiltGraph build(const Plan& plan, const ArgumentStore& args);
 
  private:
+  /// Adds a node per command of `plan`; with `profiled`, timed event nodes around each (never
+  /// inside loop bodies, where CUDA allows no event nodes).
   void add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
-                 std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out, cudaGraphNode_t root);
+                 std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out, cudaGraphNode_t root,
+                 bool profiled);
   cudaGraphNode_t add_event_node(cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
                                  BuiltGraph& out, cudaEvent_t* event);
   cudaGraphNode_t add_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
+                           cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
+                           BuiltGraph& out, bool profiled);
+  cudaGraphNode_t add_loop(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
                            cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
                            BuiltGraph& out);
   cuda::Graph capture(const Plan& plan, std::uint32_t c);
@@ -66,8 +73,5 @@ class GraphBuilder {
 /// Node parameters shared by building and per-node updates.
 cudaKernelNodeParams kernel_node_params(KernelLaunch& launch);
 cudaMemsetParams memset_node_params(const FillSpec& fill);
-
-/// True when the plan (or a nested one) has a capture command.
-bool has_capture(const Plan& plan);
 
 }  // namespace cmdgraph::detail

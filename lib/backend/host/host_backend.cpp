@@ -61,6 +61,11 @@ void check_runs_on_host(const Plan& plan, const Plan& root) {
                      std::get<EventPayload>(cmd.payload).event->device().name());
         }
         break;
+      case CommandKind::loop:
+        if (!std::get<LoopPayload>(cmd.payload).host) {
+          refuse(plan, c, root, errc::unsupported, "its condition has no host version (__device__ only)");
+        }
+        [[fallthrough]];
       case CommandKind::nested:
         check_runs_on_host(*plan.nested[c], root);
         break;
@@ -86,7 +91,9 @@ void start_launch(std::shared_ptr<const HostProgram> program,
     };
     auto go = [program, arguments, end, signal, profile] {
       try {
-        auto launch = std::make_shared<HostLaunch>(program, arguments, end, signal, profile);
+        auto launch = std::make_shared<HostLaunch>(
+            program, arguments, [end](std::exception_ptr error) { (*end)(std::move(error)); },
+            signal, profile);
         host_pool().post([launch] { launch->start(); });
       } catch (...) {
         (*end)(std::current_exception());
@@ -111,17 +118,29 @@ void start_launch(std::shared_ptr<const HostProgram> program,
   }
 }
 
-std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan) {
-  check_runs_on_host(*plan, *plan);
+// The program of `plan`, its commands named as parts of `root`, with one for each loop's body.
+std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan, const Plan& root) {
   auto program = std::make_shared<HostProgram>();
   program->flat = flatten(*plan);
-  program->names.reserve(program->flat.tasks.size());
-  for (const FlatTask& t : program->flat.tasks) {
+  const std::size_t n = program->flat.tasks.size();
+  program->names.reserve(n);
+  program->loop_bodies.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const FlatTask& t = program->flat.tasks[i];
     program->names.push_back(t.is_join() ? std::string("join")
-                                         : command_label(*t.plan, t.command, *plan));
+                                          : command_label(*t.plan, t.command, root));
+    if (!t.is_join() && t.plan->command(t.command).kind == CommandKind::loop) {
+      program->loop_bodies[i] = program_of(t.plan->nested[t.command], root);
+    }
   }
   program->plan = std::move(plan);
   return program;
+}
+
+std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan) {
+  check_runs_on_host(*plan, *plan);
+  const Plan& root = *plan;
+  return program_of(std::move(plan), root);
 }
 
 class HostExecutable final : public ExecutableImpl {

@@ -1,4 +1,5 @@
-// HostLaunch: dependency counting, task execution per command kind, error capture.
+// HostLaunch: dependency counting, task execution per command kind, loops as launches of their
+// body, error capture.
 #include "backend/host/host_launch.hpp"
 
 #include "error/task_failure.hpp"
@@ -41,7 +42,7 @@ std::size_t chunk_count(std::size_t n, std::size_t workers) {
 
 HostLaunch::HostLaunch(std::shared_ptr<const HostProgram> program,
                        std::shared_ptr<const ArgumentStore> arguments,
-                       std::shared_ptr<LaunchEnd> end, std::function<void()> before_complete,
+                       End end, std::function<void()> before_complete,
                        std::shared_ptr<HostProfileStore> profile)
     : program_(std::move(program)), arguments_(std::move(arguments)), end_(std::move(end)),
       before_complete_(std::move(before_complete)),
@@ -131,6 +132,8 @@ HostLaunch::Outcome HostLaunch::execute(std::uint32_t task) {
                  ? Outcome::ok
                  : Outcome::deferred;
     }
+    case CommandKind::loop:
+      return run_loop(task);
     case CommandKind::barrier:
     case CommandKind::nested:  // expanded into join tasks by flatten()
       return Outcome::ok;
@@ -173,6 +176,66 @@ void HostLaunch::run_chunk(std::uint32_t task, std::size_t begin, std::size_t en
   }
 }
 
+HostLaunch::Outcome HostLaunch::run_loop(std::uint32_t task) {
+  try {
+    if (program_->loop_bodies[task]->flat.tasks.empty()) {
+      while (loop_holds(task)) {
+      }  // an empty body: nothing to run between the checks
+      return Outcome::ok;
+    }
+    if (!loop_holds(task)) return Outcome::ok;
+  } catch (...) {
+    fail(task, "loop condition");
+    return Outcome::failed;
+  }
+  start_pass(task);
+  return Outcome::deferred;
+}
+
+bool HostLaunch::loop_holds(std::uint32_t task) const {
+  const FlatTask& t = program_->flat.tasks[task];
+  const auto& loop = std::get<LoopPayload>(t.plan->command(t.command).payload);
+  return loop.host(arguments_of(t).data(loop.condition));
+}
+
+void HostLaunch::start_pass(std::uint32_t task) {
+  try {
+    const std::shared_ptr<const HostProgram>& body = program_->loop_bodies[task];
+    const std::shared_ptr<const Recording>& recording = body->plan->recording;
+    auto pass = std::make_shared<HostLaunch>(
+        body, std::shared_ptr<const ArgumentStore>(recording, &recording->arguments()),
+        [self = shared_from_this(), task](std::exception_ptr error) {
+          self->after_pass(task, std::move(error));
+        },
+        nullptr, nullptr);
+    pass->start();
+  } catch (...) {
+    keep_first_error(std::current_exception());
+    resume_after(task, true);
+  }
+}
+
+void HostLaunch::after_pass(std::uint32_t task, std::exception_ptr error) {
+  if (error) {
+    keep_first_error(std::move(error));
+    resume_after(task, true);
+    return;
+  }
+  bool again = false;
+  try {
+    again = loop_holds(task);
+  } catch (...) {
+    fail(task, "loop condition");
+    resume_after(task, true);
+    return;
+  }
+  if (again) {
+    start_pass(task);
+  } else {
+    resume_after(task, false);
+  }
+}
+
 void HostLaunch::resume_after(std::uint32_t task, bool failed) { run(complete(task, failed)); }
 
 std::uint32_t HostLaunch::complete(std::uint32_t task, bool failed) {
@@ -195,7 +258,10 @@ std::uint32_t HostLaunch::complete(std::uint32_t task, bool failed) {
 }
 
 void HostLaunch::fail(std::uint32_t task, const char* what_ran) {
-  std::exception_ptr error = task_failure(what_ran, program_->names[task]);
+  keep_first_error(task_failure(what_ran, program_->names[task]));
+}
+
+void HostLaunch::keep_first_error(std::exception_ptr error) {
   std::lock_guard lock(error_mutex_);
   if (!error_) error_ = std::move(error);
 }
@@ -212,7 +278,7 @@ void HostLaunch::store_profile() {
   }
   // Nested commands are join pairs around their contents: give them the span of the pair.
   for (std::uint32_t c = 0; c < program_->plan->size(); ++c) {
-    if (!program_->plan->nested[c]) continue;
+    if (program_->plan->command(c).kind != CommandKind::nested) continue;
     const std::uint32_t exit = flat.root_task[c];
     const std::uint32_t entry = flat.root_entry[c];
     measured.push_back({program_->plan.get(), c, MeasuredCommand::no_lane, start_ms_[entry],
@@ -231,7 +297,7 @@ void HostLaunch::finish() {
   }
   if (profile_) store_profile();
   if (before_complete_) before_complete_();
-  (*end_)(error);
+  end_(error);
 }
 
 }  // namespace cmdgraph::detail

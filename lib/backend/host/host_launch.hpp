@@ -27,6 +27,7 @@ struct HostProgram {
   std::shared_ptr<const Plan> plan;
   FlatPlan flat;
   std::vector<std::string> names;  // per task: how errors, traces and NVTX name it
+  std::vector<std::shared_ptr<const HostProgram>> loop_bodies;  // per task: a loop's body
 };
 
 /// Ends one host launch exactly once, whichever path gets there first (its last task, or a
@@ -55,10 +56,12 @@ struct HostProfileStore {
 
 class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
  public:
-  /// `before_complete` runs when every task has finished, before the fence signals (the
-  /// submission's semaphore signals).
+  /// Called once, with the first error or null, when the launch is over.
+  using End = std::function<void(std::exception_ptr)>;
+  /// `before_complete` runs when every task has finished, before `end` (the submission's
+  /// semaphore signals).
   HostLaunch(std::shared_ptr<const HostProgram> program,
-             std::shared_ptr<const ArgumentStore> arguments, std::shared_ptr<LaunchEnd> end,
+             std::shared_ptr<const ArgumentStore> arguments, End end,
              std::function<void()> before_complete, std::shared_ptr<HostProfileStore> profile);
   /// Posts the source tasks; returns at once.
   void start();
@@ -72,17 +75,24 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   Outcome execute(std::uint32_t task);
   Outcome run_parallel_for(std::uint32_t task, std::size_t count);
   void run_chunk(std::uint32_t task, std::size_t begin, std::size_t end);
+  Outcome run_loop(std::uint32_t task);
+  /// Whether loop task `task` runs its body (again); throws what the condition throws.
+  bool loop_holds(std::uint32_t task) const;
+  /// Runs the body of loop task `task` once, as a launch of its own; then checks again.
+  void start_pass(std::uint32_t task);
+  void after_pass(std::uint32_t task, std::exception_ptr error);
   /// Marks `task` finished; returns one ready child to continue with, posting the others.
   std::uint32_t complete(std::uint32_t task, bool failed);
   void resume_after(std::uint32_t task, bool failed);
   void fail(std::uint32_t task, const char* what_ran);
+  void keep_first_error(std::exception_ptr error);
   void finish();
   void store_profile();
   const ArgumentStore& arguments_of(const FlatTask& task) const;
 
   std::shared_ptr<const HostProgram> program_;
   std::shared_ptr<const ArgumentStore> arguments_;
-  std::shared_ptr<LaunchEnd> end_;
+  End end_;
   std::function<void()> before_complete_;
   std::shared_ptr<HostProfileStore> profile_;  // null when not profiling
   std::size_t pool_size_;

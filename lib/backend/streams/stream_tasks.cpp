@@ -84,6 +84,8 @@ void enqueue(const StreamTask& s, cudaStream_t stream) {
     case CommandKind::nested:
     case CommandKind::barrier:
       break;  // ordering only
+    case CommandKind::loop:
+      break;  // refused by lower_to_streams
   }
 }
 

@@ -1,0 +1,92 @@
+// loop_while on the host backend: passes while the condition holds (checked first), order
+// around the loop, nested loops, re-launches, errors from the body and the condition, misuse.
+#include "support/expect_error.hpp"
+#include "support/loop_shapes.hpp"
+
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+using namespace cmdgraph;
+using namespace cmdgraph::testing;
+
+TEST_CASE("host.loop.counts_while_the_condition_holds" * doctest::timeout(30)) {
+  for (int limit : {0, 1, 7, 1000}) {
+    CAPTURE(limit);
+    Buffer<int> counters(Device::host(), 2);
+    counters.data()[0] = counters.data()[1] = -5;  // poison
+    CommandBuffer body("body");
+    CommandBuffer cmd = counting_loop(counters, limit, body);
+    Executable exe = compile(cmd, Device::host());
+    Queue q(Device::host());
+    for (int launch = 0; launch < 3; ++launch) {
+      exe.launch(q).wait();
+      CHECK(counters.data()[0] == limit);
+      CHECK(counters.data()[1] == limit);  // the copy after the loop saw its last pass
+    }
+  }
+}
+
+TEST_CASE("host.loop.nested_loops_and_a_multi_command_body" * doctest::timeout(30)) {
+  // outer: 5 passes of { inner: counters[1] counts to 3 from 0; counters[0] += 1 }
+  Buffer<int> counters(Device::host(), 3);
+  int* c = counters.data();
+  c[0] = c[1] = c[2] = -5;
+  CommandBuffer inner_body("inner body");
+  inner_body.parallel_for(1, Increment{c, 1});
+  inner_body.parallel_for(1, Increment{c, 2});  // counts every inner pass, never reset
+  CommandBuffer outer_body("outer body");
+  auto reset = outer_body.parallel_for(1, Set{c, 1, 0});
+  auto inner = outer_body.loop_while(inner_body, Below{c, 1, 3}).after(reset).named("inner");
+  outer_body.parallel_for(1, Increment{c, 0}).after(inner);
+  CommandBuffer cmd("nested");
+  auto start = cmd.parallel_for(1, Set{c, 0, 0});
+  auto zero = cmd.parallel_for(1, Set{c, 2, 0});
+  cmd.loop_while(outer_body, Below{c, 0, 5}).after(start, zero).named("outer");
+  Queue q(Device::host());
+  compile(cmd, Device::host()).launch(q).wait();
+  CHECK(c[0] == 5);
+  CHECK(c[1] == 3);
+  CHECK(c[2] == 15);
+}
+
+TEST_CASE("host.loop.errors_name_the_command" * doctest::timeout(30)) {
+  Buffer<int> counters(Device::host(), 2);
+  Queue q(Device::host());
+  SUBCASE("a body task throwing ends the loop and skips its dependants") {
+    CommandBuffer body("body");
+    body.host([] { throw std::runtime_error("bad pass"); }).named("thrower");
+    CommandBuffer cmd("loop");
+    bool after_ran = false;
+    auto loop = cmd.loop_while(body, Below{counters.data(), 0, 1}).named("spin");
+    cmd.host([&] { after_ran = true; }).after(loop);
+    counters.data()[0] = 0;
+    auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()).launch(q).wait(),
+                                   errc::host_task_failed);
+    REQUIRE(e);
+    CHECK(mentions(*e, "body/thrower"));
+    CHECK_FALSE(after_ran);
+  }
+  SUBCASE("a condition throwing names the loop") {
+    struct Throws {
+      bool operator()() const { throw std::runtime_error("no answer"); }
+    };
+    CommandBuffer body("body");
+    CommandBuffer cmd("loop");
+    cmd.loop_while(body, Throws{}).named("asks");
+    auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()).launch(q).wait(),
+                                   errc::host_task_failed);
+    REQUIRE(e);
+    CHECK(mentions(*e, "asks"));
+  }
+  SUBCASE("misuse at record time") {
+    CommandBuffer cmd("loop");
+    CMDGRAPH_EXPECT_ERROR(cmd.loop_while(cmd, Below{counters.data(), 0, 1}), errc::invalid_argument);
+    CommandBuffer gone("gone");
+    CommandBuffer taker(std::move(gone));
+    CMDGRAPH_EXPECT_ERROR(cmd.loop_while(gone, Below{counters.data(), 0, 1}), errc::invalid_handle);
+    CommandBuffer body("body");
+    cmd.loop_while(body, Below{counters.data(), 0, 1});
+    CMDGRAPH_EXPECT_ERROR(body.parallel_for(1, Increment{counters.data(), 0}), errc::wrong_state);
+  }
+}

@@ -1,0 +1,154 @@
+// loop_while on a GPU: conditional WHILE nodes that count exactly as the host backend does,
+// nested loops, profile mode around a loop, and the clear errors for what a loop body on CUDA
+// cannot hold or the streams backend cannot run.
+#include "cuda/kernels.cuh"
+#include "support/expect_error.hpp"
+#include "support/loop_shapes.hpp"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+using namespace cmdgraph;
+using namespace cmdgraph::testing;
+
+namespace {
+
+std::vector<int> read(const Buffer<int>& b) {
+  std::vector<int> out(b.size());
+  TEST_CUDA(cudaMemcpy(out.data(), b.data(), b.size() * sizeof(int), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+void poison(const Buffer<int>& b) {
+  TEST_CUDA(cudaMemset(b.data(), 0xFF, b.size() * sizeof(int)));
+  TEST_CUDA(cudaDeviceSynchronize());
+}
+
+}  // namespace
+
+TEST_CASE("cuda.loop.counts_while_the_condition_holds" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  for (Backend backend : {Backend::automatic, Backend::cuda_graph}) {
+    for (int limit : {0, 1, 7, 1000}) {
+      CAPTURE(limit);
+      Buffer<int> counters(gpu, 2);
+      poison(counters);
+      CommandBuffer body("body");
+      CommandBuffer cmd = counting_loop(counters, limit, body);
+      Executable exe = compile(cmd, gpu, {.backend = backend});
+      CHECK(exe.backend() == Backend::cuda_graph);
+      Queue q(gpu);
+      for (int launch = 0; launch < 3; ++launch) {
+        exe.launch(q).wait();
+        CHECK(read(counters) == std::vector<int>{limit, limit});
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda.loop.nested_loops_and_a_multi_command_body" * doctest::timeout(60)) {
+  // The host backend's test, on the GPU: 5 outer passes of 3 inner passes.
+  const Device gpu = Device::cuda(0);
+  Buffer<int> counters(gpu, 3);
+  poison(counters);
+  int* c = counters.data();
+  CommandBuffer inner_body("inner body");
+  inner_body.parallel_for(1, Increment{c, 1});
+  inner_body.parallel_for(1, Increment{c, 2});
+  CommandBuffer outer_body("outer body");
+  auto reset = outer_body.parallel_for(1, Set{c, 1, 0});
+  auto inner = outer_body.loop_while(inner_body, Below{c, 1, 3}).after(reset);
+  outer_body.parallel_for(1, Increment{c, 0}).after(inner);
+  CommandBuffer cmd("nested");
+  auto start = cmd.parallel_for(1, Set{c, 0, 0});
+  auto zero = cmd.parallel_for(1, Set{c, 2, 0});
+  cmd.loop_while(outer_body, Below{c, 0, 5}).after(start, zero);
+  Queue q(gpu);
+  compile(cmd, gpu).launch(q).wait();
+  CHECK(read(counters) == std::vector<int>{5, 3, 15});
+}
+
+TEST_CASE("cuda.loop.update_from_a_rerecorded_buffer" * doctest::timeout(60)) {
+  // The re-recorded loop counts to another limit: in place or re-instantiated, the next launch
+  // must count to the new one.
+  const Device gpu = Device::cuda(0);
+  Buffer<int> counters(gpu, 2);
+  poison(counters);
+  CommandBuffer body("body");
+  CommandBuffer cmd = counting_loop(counters, 5, body);
+  Executable exe = compile(cmd, gpu);
+  Queue q(gpu);
+  exe.launch(q).wait();
+  CHECK(read(counters) == std::vector<int>{5, 5});
+  CommandBuffer body_again("body");
+  CommandBuffer again = counting_loop(counters, 9, body_again);
+  const UpdateResult result = exe.update(again, {.reinstantiate_if_needed = true});
+  MESSAGE("updated " << (result.reinstantiated ? "by re-instantiating: " + result.reason
+                                               : std::string("in place")));
+  exe.launch(q).wait();
+  CHECK(read(counters) == std::vector<int>{9, 9});
+}
+
+TEST_CASE("cuda.loop.profiled_as_one_command" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> counters(gpu, 2);
+  CommandBuffer body("body");
+  CommandBuffer cmd = counting_loop(counters, 50, body);
+  Executable exe = compile(cmd, gpu, {.profile = true});
+  Queue q(gpu);
+  exe.launch(q).wait();
+  CHECK(read(counters) == std::vector<int>{50, 50});
+  const Profile p = exe.last_profile();
+  REQUIRE(p.commands.size() == 3);  // reset, count, after: the body's passes are the loop's
+  CHECK(p.commands[1].name == "count");
+  CHECK(p.commands[1].start_ms >= p.commands[0].end_ms);
+  CHECK(p.commands[2].start_ms >= p.commands[1].end_ms);
+  CHECK(p.commands[1].duration_ms() > 0);
+}
+
+TEST_CASE("cuda.loop.errors_name_the_command" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> counters(gpu, 2);
+  int* c = counters.data();
+  SUBCASE("the streams backend cannot run a loop") {
+    CommandBuffer body("body");
+    CommandBuffer cmd = counting_loop(counters, 3, body);
+    auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.backend = Backend::streams}),
+                                   errc::unsupported);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{"count"});
+  }
+  SUBCASE("a host task in a loop body, chosen automatically or not") {
+    CommandBuffer body("body");
+    body.host([] {}).named("on the host");
+    CommandBuffer cmd("loop");
+    cmd.loop_while(body, Below{c, 0, 1});
+    for (Backend backend : {Backend::automatic, Backend::cuda_graph}) {
+      auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.backend = backend}), errc::unsupported);
+      REQUIRE(e);
+      CHECK(e->commands() == std::vector<std::string>{"body/on the host"});
+    }
+  }
+  SUBCASE("an event wait in a loop body") {
+    Event ready(gpu);
+    CommandBuffer body("body");
+    body.wait(ready).named("waits");
+    CommandBuffer cmd("loop");
+    cmd.loop_while(body, Below{c, 0, 1});
+    auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu), errc::unsupported);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{"body/waits"});
+  }
+  SUBCASE("a loop inside an executed buffer") {
+    CommandBuffer body("body");
+    body.parallel_for(1, Increment{c, 0});
+    CommandBuffer inner("inner");
+    inner.loop_while(body, Below{c, 0, 1}).named("inner loop");
+    CommandBuffer cmd("outer");
+    cmd.execute(inner);
+    auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu), errc::unsupported);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{"inner/inner loop"});
+  }
+}
