@@ -18,18 +18,24 @@ void host_invoke(const void* functor, std::size_t begin, std::size_t end) {
   for (std::size_t i = begin; i < end; ++i) f(i);
 }
 
+/// False for a __device__-only extended lambda, whose body the host cannot call.
+template <class F>
+constexpr bool callable_on_host() noexcept {
+#if defined(__CUDACC__) && defined(__CUDACC_EXTENDED_LAMBDA__)
+  return !__nv_is_extended_device_lambda_closure_type(F);
+#else
+  return true;
+#endif
+}
+
 /// The host loop for F, or null when F is a __device__-only lambda.
 template <class F>
 constexpr HostInvoke host_invoke_of() noexcept {
-#if defined(__CUDACC__) && defined(__CUDACC_EXTENDED_LAMBDA__)
-  if constexpr (__nv_is_extended_device_lambda_closure_type(F)) {
-    return nullptr;
-  } else {
+  if constexpr (callable_on_host<F>()) {
     return &host_invoke<F>;
+  } else {
+    return nullptr;
   }
-#else
-  return &host_invoke<F>;
-#endif
 }
 
 /// The kernel for F when this translation unit is compiled by nvcc, null otherwise.
@@ -50,15 +56,11 @@ bool host_condition(const void* condition) {
 /// The host evaluation of loop condition C, or null when C is a __device__-only lambda.
 template <class C>
 constexpr HostCondition host_condition_of() noexcept {
-#if defined(__CUDACC__) && defined(__CUDACC_EXTENDED_LAMBDA__)
-  if constexpr (__nv_is_extended_device_lambda_closure_type(C)) {
-    return nullptr;
-  } else {
+  if constexpr (callable_on_host<C>()) {
     return &host_condition<C>;
+  } else {
+    return nullptr;
   }
-#else
-  return &host_condition<C>;
-#endif
 }
 
 /// The kernel that evaluates loop condition C on the GPU when this translation unit is
