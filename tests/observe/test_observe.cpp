@@ -16,9 +16,11 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -27,12 +29,22 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// a -> (b, c) -> d, plus e alone; b and c sleep so they overlap on two workers.
+// a -> (b, c) -> d, plus e alone. b and c wait for each other (a second at most) and then
+// sleep, so they overlap on two workers however the pool happens to schedule them.
 CommandBuffer diamond() {
   CommandBuffer cmd("diamond \"quoted\"");
+  auto arrived = std::make_shared<std::atomic<int>>(0);
+  auto meet_then_sleep = [arrived] {
+    const int pair_done = (arrived->fetch_add(1) / 2 + 1) * 2;  // both of this launch's pair
+    const auto give_up = std::chrono::steady_clock::now() + 1s;
+    while (arrived->load() < pair_done && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+    std::this_thread::sleep_for(3ms);
+  };
   auto a = cmd.host([] { std::this_thread::sleep_for(1ms); }).named("a");
-  auto b = cmd.host([] { std::this_thread::sleep_for(3ms); }).named("b").after(a);
-  auto c = cmd.host([] { std::this_thread::sleep_for(3ms); }).named("c").after(a);
+  auto b = cmd.host(meet_then_sleep).named("b").after(a);
+  auto c = cmd.host(meet_then_sleep).named("c").after(a);
   cmd.host([] {}).named("d").after(b, c).after(a);  // a -> d is redundant
   cmd.parallel_for(10000, [](std::size_t) {}).named("e");
   return cmd;
