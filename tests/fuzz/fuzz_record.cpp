@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <deque>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -31,6 +32,14 @@ struct StoreIndex {
 };
 
 void host_only_kernel(int, float) {}
+
+// A loop condition that holds for the first `limit` checks of its counter, ever: every loop
+// ends, however often and from whichever clone it runs.
+struct FirstChecks {
+  std::atomic<unsigned>* checks;
+  unsigned limit;
+  bool operator()() const { return checks->fetch_add(1, std::memory_order_relaxed) < limit; }
+};
 
 // The memory one input's commands read and write. Views into it never claim more than it has.
 struct Memory {
@@ -111,6 +120,7 @@ class Session {
   void inspect(ByteReader& in);
 
   Memory memory_;
+  std::deque<std::atomic<unsigned>> loop_checks_;  // one per loop, at a stable address
   std::atomic<int> host_runs_{0};
   Queue queue_{Device::host()};
   Event event_{Device::host()};
@@ -188,12 +198,18 @@ void Session::record_fill(ByteReader& in) {
 
 void Session::record_other(ByteReader& in) {
   CommandBuffer& cmd = pick_buffer(in);
-  switch (in.below(6)) {
+  switch (in.below(7)) {
     case 0: remember(cmd.barrier()); break;
     case 1: remember(cmd.execute(pick_buffer(in))); break;
     case 2: remember(cmd.record(event_)); break;
     case 3: remember(cmd.wait(event_)); break;
     case 4: remember(cmd.capture([](NativeStream) {})); break;
+    case 5: {
+      std::atomic<unsigned>& checks = loop_checks_.emplace_back(0);
+      const auto limit = static_cast<unsigned>(in.below(4));
+      remember(cmd.loop_while(pick_buffer(in), FirstChecks{&checks, limit}));
+      break;
+    }
     default: {
       const LaunchConfig config{{static_cast<unsigned>(in.below(2))}, {1}, 0};
       remember(Command(cmd.launch(host_only_kernel, config, 1, 2.0)));
