@@ -1,8 +1,6 @@
 // EventState's host generations and CUDA handle.
 #include "run/event_state.hpp"
 
-#include <algorithm>
-
 namespace cmdgraph::detail {
 
 EventState::EventState(Device device, bool timing) : device_(device), timing_(timing) {
@@ -43,10 +41,7 @@ void EventState::finish_record(std::uint64_t generation) {
       finished_ = generation;
       finished_at_ = std::chrono::steady_clock::now();
     }
-    auto keep = std::partition(waiters_.begin(), waiters_.end(),
-                               [&](const auto& w) { return w.first > finished_; });
-    for (auto it = keep; it != waiters_.end(); ++it) ready.push_back(std::move(it->second));
-    waiters_.erase(keep, waiters_.end());
+    ready = waiters_.take_reached(finished_);
   }
   finished_cv_.notify_all();
   for (auto& fn : ready) fn();
@@ -55,7 +50,7 @@ void EventState::finish_record(std::uint64_t generation) {
 bool EventState::finished_or_defer(std::uint64_t target, std::function<void()> fn) {
   std::lock_guard lock(mutex_);
   if (finished_ >= target) return true;
-  waiters_.emplace_back(target, std::move(fn));
+  waiters_.add(target, std::move(fn));
   return false;
 }
 

@@ -4,6 +4,8 @@
 // finished; timed host events keep the time of each finished record.
 #pragma once
 
+#include "run/threshold_waiters.hpp"
+
 #include <cmdgraph/detail/native.hpp>
 #include <cmdgraph/device.hpp>
 
@@ -67,7 +69,7 @@ class EventState {
   std::uint64_t begun_ = 0;
   std::uint64_t finished_ = 0;
   std::chrono::steady_clock::time_point finished_at_{};
-  std::vector<std::pair<std::uint64_t, std::function<void()>>> waiters_;
+  ThresholdWaiters waiters_;
 };
 
 }  // namespace cmdgraph::detail

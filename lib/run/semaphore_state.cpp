@@ -89,10 +89,7 @@ void SemaphoreState::wake(std::uint64_t value) {
   std::vector<std::function<void()>> ready;
   {
     std::lock_guard lock(mutex_);
-    auto keep = std::partition(waiters_.begin(), waiters_.end(),
-                               [&](const auto& w) { return w.first > value; });
-    for (auto it = keep; it != waiters_.end(); ++it) ready.push_back(std::move(it->second));
-    waiters_.erase(keep, waiters_.end());
+    ready = waiters_.take_reached(value);
   }
   changed_.notify_all();
   for (auto& fn : ready) fn();
@@ -122,7 +119,7 @@ void SemaphoreState::when_reached(std::uint64_t value, std::function<void()> fn)
     return;
   }
   if (!pinned_) {
-    waiters_.emplace_back(value, std::move(fn));  // only host signals can reach it
+    waiters_.add(value, std::move(fn));  // only host signals can reach it
     return;
   }
   lock.unlock();

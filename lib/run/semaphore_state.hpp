@@ -2,6 +2,8 @@
 // device reach, plus the host side: waiters, and the highest value a submission will signal.
 #pragma once
 
+#include "run/threshold_waiters.hpp"
+
 #include <cmdgraph/semaphore.hpp>
 
 #include <chrono>
@@ -48,7 +50,7 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::uint64_t reserved_;  // highest value signalled or claimed for a signal
-  std::vector<std::pair<std::uint64_t, std::function<void()>>> waiters_;
+  ThresholdWaiters waiters_;
 };
 
 /// Calls `fn` once every semaphore of `targets` has reached its value.
