@@ -23,11 +23,7 @@ cudaGraph_t raw_graph(const Shape& s, std::vector<cudaGraphNode_t>* nodes = null
   cudaGraph_t g;
   BENCH_CUDA(cudaGraphCreate(&g, 0));
   void* args[] = {&arg};
-  cudaKernelNodeParams p{};
-  p.func = reinterpret_cast<void*>(&bench::empty_kernel);
-  p.gridDim = dim3(1);
-  p.blockDim = dim3(1);
-  p.kernelParams = args;
+  const cudaKernelNodeParams p = bench::one_thread_node(&bench::empty_kernel, args);
   for (int c = 0; c < s.chains; ++c) {
     cudaGraphNode_t prev = nullptr;
     for (int i = 0; i < s.length; ++i) {
@@ -216,11 +212,7 @@ void update_time() {
   int* ptr = out.data();
   for (int i = 0; i < n; ++i) {
     void* args[] = {&one, &zero, &ptr};
-    cudaKernelNodeParams p{};
-    p.func = reinterpret_cast<void*>(&store_kernel);
-    p.gridDim = dim3(1);
-    p.blockDim = dim3(1);
-    p.kernelParams = args;
+    const cudaKernelNodeParams p = bench::one_thread_node(&store_kernel, args);
     cudaGraphNode_t node;
     BENCH_CUDA(cudaGraphAddKernelNode(&node, g, nodes.empty() ? nullptr : &nodes.back(),
                                       nodes.empty() ? 0 : 1, &p));
@@ -254,11 +246,7 @@ void update_time() {
     raw.push_back(bench::host_us([&] {
       for (int i = 0; i < n; ++i) {
         void* args[] = {&one, &value, &ptr};
-        cudaKernelNodeParams p{};
-        p.func = reinterpret_cast<void*>(&store_kernel);
-        p.gridDim = dim3(1);
-        p.blockDim = dim3(1);
-        p.kernelParams = args;
+        const cudaKernelNodeParams p = bench::one_thread_node(&store_kernel, args);
         BENCH_CUDA(cudaGraphExecKernelNodeSetParams(exec, nodes[i], &p));
       }
     }));
@@ -300,10 +288,7 @@ void update_time() {
 }  // namespace
 
 int main() {
-  if (Device::count() == 0) {
-    std::printf("bench_cuda_graph: no CUDA device, nothing to measure\n");
-    return 0;
-  }
+  if (bench::no_gpu("bench_cuda_graph")) return 0;
   const DeviceProperties p = Device::cuda(0).properties();
   std::printf("bench_cuda_graph on %s; medians of repeated trials\n", p.name.c_str());
   bench::header("graph replay");

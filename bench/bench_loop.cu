@@ -35,11 +35,7 @@ cudaGraphExec_t raw_loop(unsigned* started) {
   BENCH_CUDA(cudaGraphConditionalHandleCreate(&handle, g, 0, 0));
   unsigned limit = passes;
   void* condition_args[] = {&started, &limit, &handle};
-  cudaKernelNodeParams condition{};
-  condition.func = reinterpret_cast<void*>(&raw_condition);
-  condition.gridDim = dim3(1);
-  condition.blockDim = dim3(1);
-  condition.kernelParams = condition_args;
+  const cudaKernelNodeParams condition = bench::one_thread_node(&raw_condition, condition_args);
   cudaGraphNode_t first, loop, work, again;
   BENCH_CUDA(cudaGraphAddKernelNode(&first, g, nullptr, 0, &condition));
   cudaGraphNodeParams p{};
@@ -51,11 +47,7 @@ cudaGraphExec_t raw_loop(unsigned* started) {
   cudaGraph_t body = p.conditional.phGraph_out[0];
   int arg = 0;
   void* empty_args[] = {&arg};
-  cudaKernelNodeParams empty{};
-  empty.func = reinterpret_cast<void*>(&bench::empty_kernel);
-  empty.gridDim = dim3(1);
-  empty.blockDim = dim3(1);
-  empty.kernelParams = empty_args;
+  const cudaKernelNodeParams empty = bench::one_thread_node(&bench::empty_kernel, empty_args);
   BENCH_CUDA(cudaGraphAddKernelNode(&work, body, nullptr, 0, &empty));
   BENCH_CUDA(cudaGraphAddKernelNode(&again, body, &work, 1, &condition));
   cudaGraphExec_t exec;
@@ -73,10 +65,7 @@ unsigned read(const unsigned* device_value) {
 }  // namespace
 
 int main() {
-  if (Device::count() == 0) {
-    std::printf("bench_loop: no CUDA device, nothing to measure\n");
-    return 0;
-  }
+  if (bench::no_gpu("bench_loop")) return 0;
   std::printf("bench_loop on %s; %u passes of one empty kernel per launch; medians\n",
               Device::cuda(0).properties().name.c_str(), passes);
   const Device gpu = Device::cuda(0);

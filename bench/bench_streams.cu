@@ -131,10 +131,7 @@ void compare(const char* what, const std::function<void(HandChains&)>& hand, Com
 }  // namespace
 
 int main() {
-  if (Device::count() == 0) {
-    std::printf("bench_streams: no CUDA device, nothing to measure\n");
-    return 0;
-  }
+  if (bench::no_gpu("bench_streams")) return 0;
   std::printf("bench_streams on %s; 4 streams; medians of repeated trials\n",
               Device::cuda(0).properties().name.c_str());
   bench::header("streams backend vs hand-written streams and events");

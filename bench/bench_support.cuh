@@ -1,6 +1,8 @@
 // Shared pieces of the benchmarks: checked raw CUDA, timers, medians, the table printer.
 #pragma once
 
+#include <cmdgraph/device.hpp>
+
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -24,6 +26,25 @@
 namespace bench {
 
 __global__ void empty_kernel(int) {}
+
+/// True, after saying so, when there is no CUDA device to measure on.
+inline bool no_gpu(const char* bench_name) {
+  if (cmdgraph::Device::count() > 0) return false;
+  std::printf("%s: no CUDA device, nothing to measure\n", bench_name);
+  return true;
+}
+
+/// A one-thread kernel node running `kernel` with `args` (pointers to its arguments, whose
+/// values CUDA copies when the node is made).
+template <class... P>
+cudaKernelNodeParams one_thread_node(void (*kernel)(P...), void** args) {
+  cudaKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(kernel);
+  p.gridDim = dim3(1);
+  p.blockDim = dim3(1);
+  p.kernelParams = args;
+  return p;
+}
 
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -94,10 +94,7 @@ double median_latency_us(Handoff how) {
 }  // namespace
 
 int main() {
-  if (Device::count() == 0) {
-    std::printf("bench_sync: no CUDA device, nothing to measure\n");
-    return 0;
-  }
+  if (bench::no_gpu("bench_sync")) return 0;
   std::printf("bench_sync on %s: latency from one queue's kernel end to another's kernel start\n",
               Device::cuda(0).properties().name.c_str());
   for (Handoff h : {Handoff::semaphore, Handoff::event, Handoff::host_callback}) {

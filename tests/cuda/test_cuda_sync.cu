@@ -156,19 +156,25 @@ TEST_CASE("cuda.sync.events_timing_and_queues" * doctest::timeout(60)) {
   const auto ms = Event::elapsed(start, stop);
   CHECK(ms > 0.5ms);
   CHECK(ms < 200ms);
-  // q2 waits for q1's record, even across executables.
+  // Holds q1 on a kernel spinning on `flag` and records an event behind it; release() ends it.
   HostBuffer<int> flag(1);
-  flag[0] = 0;
   CommandBuffer spin("spin");
   spin.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data());
   Executable held = compile(spin, gpu);
-  Event mid(gpu);
-  held.launch(q1);
-  q1.record(mid);
+  auto event_behind_held_work = [&] {
+    flag[0] = 0;
+    held.launch(q1);
+    Event behind(gpu);
+    q1.record(behind);
+    return behind;
+  };
+  auto release = [&] { reinterpret_cast<volatile int*>(flag.data())[0] = 1; };
+  // q2 waits for q1's record, even across executables.
+  const Event mid = event_behind_held_work();
   q2.wait(mid);
   Fence after = work.launch(q2);
   CHECK_FALSE(after.wait_for(20ms));
-  reinterpret_cast<volatile int*>(flag.data())[0] = 1;
+  release();
   after.wait();
   // A host queue can wait for a GPU event (the watcher polls it).
   Queue host(Device::host());
@@ -176,14 +182,11 @@ TEST_CASE("cuda.sync.events_timing_and_queues" * doctest::timeout(60)) {
   CommandBuffer note("note");
   note.host([&] { ran = true; });
   Executable host_exe = compile(note, Device::host());
-  flag[0] = 0;
-  held.launch(q1);
-  Event gpu_done(gpu);
-  q1.record(gpu_done);
+  const Event gpu_done = event_behind_held_work();
   host.wait(gpu_done);
   Fence hf = host_exe.launch(host);
   CHECK_FALSE(hf.wait_for(20ms));
-  reinterpret_cast<volatile int*>(flag.data())[0] = 1;
+  release();
   hf.wait();
   CHECK(ran);
   Event untimed(gpu);
