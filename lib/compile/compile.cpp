@@ -58,7 +58,7 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
     return detail::lower_to_cuda_graph(plan, device, options, stats);
   } catch (const Error& e) {
     // Streams cannot run loops: for a buffer with one, the graph's reason is the answer.
-    if (e.code() != errc::unsupported || detail::contains(*plan, CommandKind::loop)) throw;
+    if (e.code() != errc::unsupported || detail::find_command(*plan, CommandKind::loop)) throw;
     stats.backend_reason = std::string("streams, because ") + e.what();
     return detail::lower_to_streams(std::move(plan), device, options, std::move(stats));
   }

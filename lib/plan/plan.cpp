@@ -109,12 +109,20 @@ std::shared_ptr<const Plan> build(std::shared_ptr<const Recording> recording, Pl
 
 }  // namespace
 
-bool contains(const Plan& plan, CommandKind kind) {
+namespace {
+std::optional<std::string> find_command_in(const Plan& plan, CommandKind kind, const Plan& root) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (plan.command(c).kind == kind) return true;
-    if (plan.nested[c] && contains(*plan.nested[c], kind)) return true;
+    if (plan.command(c).kind == kind) return command_label(plan, c, root);
+    if (plan.nested[c]) {
+      if (auto found = find_command_in(*plan.nested[c], kind, root)) return found;
+    }
   }
-  return false;
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<std::string> find_command(const Plan& plan, CommandKind kind) {
+  return find_command_in(plan, kind, plan);
 }
 
 std::uint64_t schedule_weight(CommandKind kind) noexcept {

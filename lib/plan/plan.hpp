@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,9 @@ inline std::string command_label(const Plan& plan, std::uint32_t c, const Plan& 
   return &plan == &root ? plan.name(c) : plan.recording->qualified_name(c);
 }
 
-/// True when `plan`, or a buffer it executes or loops over, has a command of `kind`.
-bool contains(const Plan& plan, CommandKind kind);
+/// The first command of `kind` in `plan` or in a buffer it executes or loops over, named as
+/// errors name it (see command_label); nullopt when there is none.
+std::optional<std::string> find_command(const Plan& plan, CommandKind kind);
 
 /// A scheduling weight per command kind: barriers and event commands cost nothing.
 std::uint64_t schedule_weight(CommandKind kind) noexcept;

@@ -45,4 +45,20 @@ inline CommandBuffer counting_loop(View<int> counters, int limit, CommandBuffer&
   return cmd;
 }
 
+/// 5 outer passes of { counters[1] = 0; 3 inner passes of { counters[1] += 1; counters[2] += 1 };
+/// counters[0] += 1 }, after counters[0] = counters[2] = 0. Each launch leaves {5, 3, 15}.
+/// `counters` holds three ints on the device that runs it.
+inline CommandBuffer nested_loops(int* c, CommandBuffer& inner_body, CommandBuffer& outer_body) {
+  inner_body.parallel_for(1, Increment{c, 1});
+  inner_body.parallel_for(1, Increment{c, 2});  // counts every inner pass, never reset
+  auto reset = outer_body.parallel_for(1, Set{c, 1, 0});
+  auto inner = outer_body.loop_while(inner_body, Below{c, 1, 3}).after(reset).named("inner");
+  outer_body.parallel_for(1, Increment{c, 0}).after(inner);
+  CommandBuffer cmd("nested");
+  auto start = cmd.parallel_for(1, Set{c, 0, 0});
+  auto zero = cmd.parallel_for(1, Set{c, 2, 0});
+  cmd.loop_while(outer_body, Below{c, 0, 5}).after(start, zero).named("outer");
+  return cmd;
+}
+
 }  // namespace cmdgraph::testing

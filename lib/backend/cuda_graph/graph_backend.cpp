@@ -201,7 +201,7 @@ class GraphExecutable final : public ExecutableImpl {
     if (!difference) {
       const cuda::ScopedDevice on(device);
       cuda::Stream stream;
-      if (contains(*plan, CommandKind::capture)) stream = cuda::create_stream(device, 0, cuda::for_executable(plan->recording->name()));
+      if (find_command(*plan, CommandKind::capture)) stream = cuda::create_stream(device, 0, cuda::for_executable(plan->recording->name()));
       GraphBuilder builder(device, current_.host_errors.get(), stream.get(), profile_);
       BuiltGraph fresh = builder.build(*plan, args);
       cudaGraphExecUpdateResultInfo info{};

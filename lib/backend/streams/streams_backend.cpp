@@ -23,16 +23,12 @@ namespace {
 
 // The host enqueues stream work one command at a time, ahead of the GPU: a loop, whose passes
 // depend on values the GPU computes, needs a CUDA graph's conditional node or the host.
-void refuse_loops(const Plan& plan, const Plan& root) {
-  for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (plan.command(c).kind == CommandKind::loop) {
-      const std::string name = command_label(plan, c, root);
-      throw Error(errc::unsupported,
-                  "command '" + name + "' cannot run on the streams backend: a loop needs a "
-                  "CUDA graph (a conditional node) or the host backend",
-                  {name});
-    }
-    if (plan.nested[c]) refuse_loops(*plan.nested[c], root);
+void refuse_loops(const Plan& plan) {
+  if (const std::optional<std::string> loop = find_command(plan, CommandKind::loop)) {
+    throw Error(errc::unsupported,
+                "command '" + *loop + "' cannot run on the streams backend: a loop needs a CUDA "
+                "graph (a conditional node) or the host backend",
+                {*loop});
   }
 }
 
@@ -150,7 +146,7 @@ class StreamsExecutable final : public ExecutableImpl {
 
   UpdateResult update_from(std::shared_ptr<const Plan> plan,
                            const UpdateOptions& options) override {
-    refuse_loops(*plan, *plan);
+    refuse_loops(*plan);
     ArgumentStore args = plan->recording->arguments();
     check_runs_on_device(*plan, args, device().ordinal());
     const Difference difference = structural_difference(this->plan(), *plan);
@@ -294,7 +290,7 @@ class StreamsExecutable final : public ExecutableImpl {
 std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> plan, Device device,
                                                  const CompileOptions& options,
                                                  ExecutableStats stats) {
-  refuse_loops(*plan, *plan);
+  refuse_loops(*plan);
   ArgumentStore args = plan->recording->arguments();
   check_runs_on_device(*plan, args, device.ordinal());
   return std::make_unique<StreamsExecutable>(std::move(plan), device, options.max_streams,

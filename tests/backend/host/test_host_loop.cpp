@@ -28,21 +28,11 @@ TEST_CASE("host.loop.counts_while_the_condition_holds" * doctest::timeout(30)) {
 }
 
 TEST_CASE("host.loop.nested_loops_and_a_multi_command_body" * doctest::timeout(30)) {
-  // outer: 5 passes of { inner: counters[1] counts to 3 from 0; counters[0] += 1 }
   Buffer<int> counters(Device::host(), 3);
   int* c = counters.data();
   c[0] = c[1] = c[2] = -5;
-  CommandBuffer inner_body("inner body");
-  inner_body.parallel_for(1, Increment{c, 1});
-  inner_body.parallel_for(1, Increment{c, 2});  // counts every inner pass, never reset
-  CommandBuffer outer_body("outer body");
-  auto reset = outer_body.parallel_for(1, Set{c, 1, 0});
-  auto inner = outer_body.loop_while(inner_body, Below{c, 1, 3}).after(reset).named("inner");
-  outer_body.parallel_for(1, Increment{c, 0}).after(inner);
-  CommandBuffer cmd("nested");
-  auto start = cmd.parallel_for(1, Set{c, 0, 0});
-  auto zero = cmd.parallel_for(1, Set{c, 2, 0});
-  cmd.loop_while(outer_body, Below{c, 0, 5}).after(start, zero).named("outer");
+  CommandBuffer inner_body("inner body"), outer_body("outer body");
+  CommandBuffer cmd = nested_loops(c, inner_body, outer_body);
   Queue q(Device::host());
   compile(cmd, Device::host()).launch(q).wait();
   CHECK(c[0] == 5);
