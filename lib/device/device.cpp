@@ -2,7 +2,7 @@
 #include <cmdgraph/device.hpp>
 #include <cmdgraph/error.hpp>
 
-#include "run/thread_pool.hpp"
+#include "sync/thread_pool.hpp"
 
 #if CMDGRAPH_HAVE_CUDA
 #include "cuda/runtime.hpp"

@@ -1,9 +1,9 @@
 // Executable: the public face over a backend's ExecutableImpl.
-#include "run/executable_impl.hpp"
+#include "backend/executable_impl.hpp"
 #include "observe/nvtx.hpp"
-#include "run/event_state.hpp"
-#include "run/queue_state.hpp"
-#include "run/semaphore_state.hpp"
+#include "sync/event_state.hpp"
+#include "sync/queue_state.hpp"
+#include "sync/semaphore_state.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/queue.hpp>
@@ -53,32 +53,6 @@ const std::string& Executable::name() const { return impl().name(); }
 const ExecutableStats& Executable::stats() const { return impl().stats(); }
 Executable Executable::clone() const { return Executable(impl().clone()); }
 
-namespace detail {
-Profile ExecutableImpl::last_profile() const {
-  throw Error(errc::wrong_state, "executable '" + name() +
-                                     "' was compiled without CompileOptions{.profile = true}");
-}
-
-void ExecutableImpl::write_cuda_dot(const std::string&) const {
-  throw Error(errc::unsupported, "executable '" + name() + "' runs on the " +
-                                     to_string(stats().backend) +
-                                     " backend; CUDA's DOT exists for the cuda_graph backend only");
-}
-
-std::vector<std::shared_ptr<EventState>> ExecutableImpl::events_recorded_by(const Plan& plan) {
-  std::vector<std::shared_ptr<EventState>> events;
-  for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (plan.command(c).kind == CommandKind::event_record) {
-      events.push_back(std::get<EventPayload>(plan.command(c).payload).event);
-    }
-    if (plan.nested[c]) {
-      auto inner = events_recorded_by(*plan.nested[c]);
-      events.insert(events.end(), inner.begin(), inner.end());
-    }
-  }
-  return events;
-}
-}  // namespace detail
 
 const char* to_string(Backend backend) noexcept {
   switch (backend) {

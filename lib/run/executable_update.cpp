@@ -2,7 +2,7 @@
 // apply them.
 #include "plan/plan.hpp"
 #include "record/validate.hpp"
-#include "run/executable_impl.hpp"
+#include "backend/executable_impl.hpp"
 
 #include <cmdgraph/command_buffer.hpp>
 #include <cmdgraph/error.hpp>

@@ -3,7 +3,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/runtime.hpp"
-#include "run/event_state.hpp"
+#include "sync/event_state.hpp"
 
 #include <cmdgraph/error.hpp>
 

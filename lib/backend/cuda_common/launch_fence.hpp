@@ -5,8 +5,8 @@
 
 #include "backend/cuda_common/host_callbacks.hpp"
 #include "cuda/handles.hpp"
-#include "run/fence_state.hpp"
-#include "run/queue_state.hpp"
+#include "sync/fence_state.hpp"
+#include "sync/queue_state.hpp"
 
 #include <memory>
 #include <mutex>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "backend/cuda_graph/graph_builder.hpp"
-#include "run/executable_impl.hpp"
+#include "backend/executable_impl.hpp"
 
 #include <cmdgraph/profile.hpp>
 

@@ -6,7 +6,7 @@
 #include "backend/cuda_graph/graph_builder.hpp"
 #include "cuda/check.hpp"
 #include "plan/compare.hpp"
-#include "run/queue_state.hpp"
+#include "sync/queue_state.hpp"
 
 #include <cmdgraph/error.hpp>
 

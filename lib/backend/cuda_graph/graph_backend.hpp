@@ -3,7 +3,7 @@
 #pragma once
 
 #include "plan/plan.hpp"
-#include "run/executable_impl.hpp"
+#include "backend/executable_impl.hpp"
 
 #include <memory>
 

@@ -4,7 +4,7 @@
 
 #include "cuda/check.hpp"
 #include "error/task_failure.hpp"
-#include "run/event_state.hpp"
+#include "sync/event_state.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <exception>

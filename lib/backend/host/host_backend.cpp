@@ -3,10 +3,10 @@
 
 #include "backend/host/host_launch.hpp"
 #include "plan/compare.hpp"
-#include "run/semaphore_state.hpp"
-#include "run/thread_pool.hpp"
-#include "run/event_state.hpp"
-#include "run/queue_state.hpp"
+#include "sync/semaphore_state.hpp"
+#include "sync/thread_pool.hpp"
+#include "sync/event_state.hpp"
+#include "sync/queue_state.hpp"
 
 #include <cmdgraph/error.hpp>
 

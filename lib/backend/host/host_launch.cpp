@@ -5,8 +5,8 @@
 #include "error/task_failure.hpp"
 #include "observe/nvtx.hpp"
 #include "observe/profile_builder.hpp"
-#include "run/event_state.hpp"
-#include "run/thread_pool.hpp"
+#include "sync/event_state.hpp"
+#include "sync/thread_pool.hpp"
 
 #include <cmdgraph/error.hpp>
 

@@ -5,8 +5,8 @@
 
 #include "plan/flat_plan.hpp"
 #include "record/argument_store.hpp"
-#include "run/fence_state.hpp"
-#include "run/queue_state.hpp"
+#include "sync/fence_state.hpp"
+#include "sync/queue_state.hpp"
 
 #include <cmdgraph/profile.hpp>
 

@@ -3,7 +3,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/driver.hpp"
-#include "run/event_state.hpp"
+#include "sync/event_state.hpp"
 
 
 namespace cmdgraph::detail {

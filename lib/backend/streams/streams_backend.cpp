@@ -9,7 +9,7 @@
 #include "error/task_failure.hpp"
 #include "observe/nvtx.hpp"
 #include "plan/compare.hpp"
-#include "run/queue_state.hpp"
+#include "sync/queue_state.hpp"
 
 #include <cmdgraph/error.hpp>
 

@@ -6,10 +6,10 @@
 // thread); the host reads and writes the same word directly. Events per value would need the
 // signalling submission to exist before the waiting one is enqueued, which a timeline does not
 // promise.
-#include "run/semaphore_state.hpp"
+#include "sync/semaphore_state.hpp"
 
-#include "run/poll.hpp"
-#include "run/watcher.hpp"
+#include "sync/poll.hpp"
+#include "sync/watcher.hpp"
 
 #include <cmdgraph/device.hpp>
 #include <cmdgraph/error.hpp>

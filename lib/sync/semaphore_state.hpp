@@ -2,7 +2,7 @@
 // device reach, plus the host side: waiters, and the highest value a submission will signal.
 #pragma once
 
-#include "run/threshold_waiters.hpp"
+#include "sync/threshold_waiters.hpp"
 
 #include <cmdgraph/semaphore.hpp>
 

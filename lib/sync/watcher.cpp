@@ -1,5 +1,5 @@
 // Watcher: polls with a short back-off while anything is watched; sleeps otherwise.
-#include "run/watcher.hpp"
+#include "sync/watcher.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
 // Executable's views for people: the last profile and DOT pictures.
 #include "observe/dot.hpp"
-#include "run/executable_impl.hpp"
+#include "backend/executable_impl.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/executable.hpp>

@@ -1,9 +1,9 @@
 // FenceState in both modes, and the public Fence over it.
-#include "run/fence_state.hpp"
+#include "sync/fence_state.hpp"
 
-#include "run/watcher.hpp"
-#include "run/poll.hpp"
-#include "run/queue_state.hpp"
+#include "sync/watcher.hpp"
+#include "sync/poll.hpp"
+#include "sync/queue_state.hpp"
 
 #include <exception>
 

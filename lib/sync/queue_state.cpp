@@ -1,12 +1,12 @@
 // QueueState's host lane, and the public Queue.
-#include "run/queue_state.hpp"
+#include "sync/queue_state.hpp"
 
-#include "run/event_state.hpp"
-#include "run/fence_state.hpp"
-#include "run/semaphore_state.hpp"
-#include "run/poll.hpp"
-#include "run/thread_pool.hpp"
-#include "run/watcher.hpp"
+#include "sync/event_state.hpp"
+#include "sync/fence_state.hpp"
+#include "sync/semaphore_state.hpp"
+#include "sync/poll.hpp"
+#include "sync/thread_pool.hpp"
+#include "sync/watcher.hpp"
 
 #if CMDGRAPH_HAVE_CUDA
 #include "cuda/check.hpp"

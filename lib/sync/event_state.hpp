@@ -4,7 +4,7 @@
 // finished; timed host events keep the time of each finished record.
 #pragma once
 
-#include "run/threshold_waiters.hpp"
+#include "sync/threshold_waiters.hpp"
 
 #include <cmdgraph/detail/native.hpp>
 #include <cmdgraph/device.hpp>

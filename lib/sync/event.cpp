@@ -1,5 +1,5 @@
 // The public Event: readiness, waits and timing on either kind of device.
-#include "run/event_state.hpp"
+#include "sync/event_state.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/event.hpp>

@@ -1,5 +1,5 @@
 // ThreadPool: a mutex-and-condition-variable work queue; simple and fair.
-#include "run/thread_pool.hpp"
+#include "sync/thread_pool.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // EventState's host generations and CUDA handle.
-#include "run/event_state.hpp"
+#include "sync/event_state.hpp"
 
 namespace cmdgraph::detail {
 

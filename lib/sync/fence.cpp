@@ -1,6 +1,6 @@
 // The public Fence: waits, and continuations that run on the callback thread.
-#include "run/fence_state.hpp"
-#include "run/thread_pool.hpp"
+#include "sync/fence_state.hpp"
+#include "sync/thread_pool.hpp"
 
 #include <cmdgraph/fence.hpp>
 

@@ -1,6 +1,6 @@
 // The public Queue and QueuePool.
-#include "run/event_state.hpp"
-#include "run/queue_state.hpp"
+#include "sync/event_state.hpp"
+#include "sync/queue_state.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/event.hpp>
