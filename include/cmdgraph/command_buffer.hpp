@@ -25,6 +25,8 @@ class CommandBuffer;
 
 namespace detail {
 class Recording;
+/// The recording behind a buffer, for the library's own stages (compile, update).
+const std::shared_ptr<Recording>& recording_of(const CommandBuffer& buffer);
 
 template <class F>
 class HostTaskOf final : public HostTask {
@@ -161,10 +163,9 @@ class CommandBuffer {
     detail::add_edges(child.ref(), refs, sizeof...(Parents));
   }
 
-  /// The recording, for compile() and the build stage.
-  const std::shared_ptr<detail::Recording>& recording() const;
-
  private:
+  friend const std::shared_ptr<detail::Recording>& detail::recording_of(const CommandBuffer&);
+
   detail::CommandRef add_kernel(const detail::KernelSpec& spec);
   detail::CommandRef add_parallel_for(const detail::ParallelForSpec& spec);
   detail::CommandRef add_copy(const detail::CopySpec& spec);

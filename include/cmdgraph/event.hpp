@@ -12,6 +12,7 @@ namespace cmdgraph {
 
 namespace detail {
 class EventState;
+struct Access;
 }
 
 struct EventOptions {
@@ -44,9 +45,8 @@ class Event {
   /// Error(wrong_state) when either was never recorded.
   static std::chrono::duration<double, std::milli> elapsed(const Event& start, const Event& stop);
 
-  const std::shared_ptr<detail::EventState>& state() const noexcept { return state_; }
-
  private:
+  friend struct detail::Access;
   std::shared_ptr<detail::EventState> state_;
 };
 

@@ -75,15 +75,19 @@ struct UpdateResult {
 namespace detail {
 class ExecutableImpl;
 }
+class Executable;
+Executable compile(CommandBuffer& commands, Device device, const CompileOptions& options);
 
 /// A compiled, launchable form of a command buffer. Owns everything it needs: it may outlive
 /// the command buffer, queues it ran on and the recording's handles. Launches of one
 /// executable run one after another, never overlapping; clone() gives an independent
-/// instance. One thread at a time may use an Executable.
+/// instance. One thread at a time may use an Executable. Destroying it waits for its launches
+/// in flight, on every backend: once the destructor returns, none of its commands runs, so
+/// what they reach may be freed.
 class Executable {
  public:
+  /// An empty executable (launching it throws); compile() makes real ones.
   Executable() noexcept;
-  explicit Executable(std::unique_ptr<detail::ExecutableImpl> impl) noexcept;
   Executable(Executable&&) noexcept;
   Executable& operator=(Executable&&) noexcept;
   ~Executable();
@@ -164,6 +168,8 @@ class Executable {
   UpdateResult update(CommandBuffer& rerecorded, const UpdateOptions& options = {});
 
  private:
+  friend Executable compile(CommandBuffer&, Device, const CompileOptions&);
+  explicit Executable(std::unique_ptr<detail::ExecutableImpl> impl) noexcept;
   detail::ExecutableImpl& impl() const;
   void update_kernel_arguments(detail::CommandRef command, const detail::KernelParam* params,
                                std::size_t count);

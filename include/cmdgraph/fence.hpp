@@ -15,6 +15,7 @@ namespace cmdgraph {
 
 namespace detail {
 class FenceState;
+struct Access;
 }
 
 /// Signalled when the work it was returned for has finished. Copies observe the same work.
@@ -23,7 +24,6 @@ class FenceState;
 class Fence {
  public:
   Fence() = default;
-  explicit Fence(std::shared_ptr<detail::FenceState> state) noexcept : state_(std::move(state)) {}
 
   /// Blocks until the work finished; rethrows its error.
   void wait() const;
@@ -62,9 +62,9 @@ class Fence {
   };
   Awaiter operator co_await() const noexcept { return Awaiter{this}; }
 
-  const std::shared_ptr<detail::FenceState>& state() const noexcept { return state_; }
-
  private:
+  friend struct detail::Access;
+  explicit Fence(std::shared_ptr<detail::FenceState> state) noexcept : state_(std::move(state)) {}
   Fence then_impl(std::function<void(std::exception_ptr)> callback) const;
   std::shared_ptr<detail::FenceState> state_;
 };

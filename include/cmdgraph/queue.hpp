@@ -18,6 +18,7 @@ namespace cmdgraph {
 
 namespace detail {
 class QueueState;
+struct Access;
 }
 
 class Event;
@@ -59,10 +60,8 @@ class Queue {
   /// The CUDA stream behind this queue (null on the host device), for interoperation.
   NativeStream native_handle() const noexcept;
 
-  detail::QueueState& state() const;
-  const std::shared_ptr<detail::QueueState>& shared_state() const;
-
  private:
+  friend struct detail::Access;
   std::shared_ptr<detail::QueueState> state_;
 };
 

@@ -11,6 +11,7 @@ namespace cmdgraph {
 
 namespace detail {
 class SemaphoreState;
+struct Access;
 }
 
 /// Vulkan's timeline semaphore. Its value starts at `initial` and only grows. A submission can
@@ -34,17 +35,19 @@ class TimelineSemaphore {
   /// Blocks until the value is at least `value`.
   void wait(std::uint64_t value) const;
 
-  const std::shared_ptr<detail::SemaphoreState>& state() const noexcept { return state_; }
-
  private:
+  friend struct detail::Access;
   std::shared_ptr<detail::SemaphoreState> state_;
 };
 
-/// A semaphore and a value, for SubmitInfo.
+/// A semaphore and a value, for SubmitInfo. Shares the semaphore's state, as Vulkan keeps a
+/// semaphore alive while a submission uses it: the TimelineSemaphore object may be moved,
+/// destroyed or reallocated (in a growing vector) while the submission waits or signals.
 struct SemaphoreValue {
-  SemaphoreValue(TimelineSemaphore& semaphore_, std::uint64_t value_)
-      : semaphore(&semaphore_), value(value_) {}
-  TimelineSemaphore* semaphore;
+  /// Precondition: `semaphore_` was not moved from (else the submission throws
+  /// Error(invalid_handle)).
+  SemaphoreValue(const TimelineSemaphore& semaphore_, std::uint64_t value_);
+  std::shared_ptr<detail::SemaphoreState> semaphore;  ///< null for a moved-from semaphore
   std::uint64_t value;
 };
 

@@ -18,23 +18,6 @@ std::string escaped(const std::string& s) {
   return out;
 }
 
-const char* shape_of(CommandKind kind) {
-  switch (kind) {
-    case CommandKind::kernel:
-    case CommandKind::parallel_for: return "box";
-    case CommandKind::copy: return "cds";
-    case CommandKind::fill: return "box3d";
-    case CommandKind::host: return "ellipse";
-    case CommandKind::event_record:
-    case CommandKind::event_wait: return "diamond";
-    case CommandKind::nested: return "folder";
-    case CommandKind::loop: return "doubleoctagon";
-    case CommandKind::capture: return "component";
-    case CommandKind::barrier: return "point";
-  }
-  return "box";
-}
-
 // Light fills, distinct per lane (Graphviz's "pastel19" scheme).
 std::string fill_for(unsigned lane) { return "/pastel19/" + std::to_string(lane % 9 + 1); }
 
@@ -70,15 +53,15 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
   std::set<std::pair<std::uint32_t, std::uint32_t>> critical_edges;
   for (std::size_t i = 1; i < path.size(); ++i) critical_edges.emplace(path[i - 1], path[i]);
   std::ostringstream out;
-  out << "digraph \"" << escaped(plan.recording->name()) << "\" {\n"
+  out << "digraph \"" << escaped(plan.buffer_name) << "\" {\n"
       << "  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10, style=filled, "
          "fillcolor=\"#f0f0f0\"];\n  edge [color=\"#606060\"];\n";
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    const CommandKind kind = plan.command(c).kind;
+    const CommandKind kind = plan.kind(c);
     // Names are escaped; "\\n" is DOT's own line break.
     std::string label = escaped(plan.name(c)) + "\\n" + to_string(kind);
-    if (const Plan* inner = plan.nested[c].get()) {
-      label += " '" + escaped(inner->recording->name()) + "' (" + std::to_string(inner->size()) + ")";
+    if (const Plan* inner = plan.body(c)) {
+      label += " '" + escaped(inner->buffer_name) + "' (" + std::to_string(inner->size()) + ")";
     }
     if (options.timings && profile && c < profile->commands.size()) {
       char ms[32];
@@ -86,7 +69,7 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
       label += ms;
     }
     out << "  c" << c << " [label=\"" << label << "\", shape="
-        << shape_of(kind);
+        << traits(kind).dot_shape;
     if (c < lanes.size()) out << ", fillcolor=\"" << fill_for(lanes[c]) << "\"";
     if (critical.count(c)) out << ", color=red, penwidth=2";
     out << "];\n";
@@ -104,7 +87,7 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
       for (std::uint32_t k : plan.children[c]) kept.emplace(c, k);
     }
     std::set<std::pair<std::uint32_t, std::uint32_t>> drawn;
-    for (const Edge& e : plan.recording->edges()) {
+    for (const Edge& e : plan.edges) {
       const auto edge = std::make_pair(e.parent, e.child);
       if (kept.count(edge) || !drawn.insert(edge).second) continue;
       out << "  c" << e.parent << " -> c" << e.child

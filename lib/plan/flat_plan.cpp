@@ -24,7 +24,8 @@ class Flattener {
     std::vector<Span> spans(plan.size());
     for (std::uint32_t c : plan.order) {
       // A loop stays one task: how often its body runs is only known as it runs.
-      const Plan* nested = plan.command(c).kind == CommandKind::nested ? plan.nested[c].get() : nullptr;
+      const Plan* nested =
+          std::holds_alternative<NestedPayload>(plan.payload(c)) ? plan.body(c) : nullptr;
       if (nested) {
         const std::uint32_t in = add(plan, FlatTask::join);
         const std::vector<Span> inner = expand(*nested, in);

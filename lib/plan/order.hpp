@@ -1,7 +1,7 @@
 // Topological order and cycle detection over a Boost.Graph adjacency_list.
 #pragma once
 
-#include "record/recording.hpp"
+#include "command/edge.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -15,11 +15,11 @@ Profile Executable::last_profile() const { return impl().last_profile(); }
 void Executable::write_dot(const std::string& path, const DotOptions& options) const {
   const detail::ExecutableImpl& exe = impl();
   std::optional<Profile> profile;
-  if (options.timings) {
+  if (options.timings && exe.profiling()) {
     try {
       profile = exe.last_profile();
     } catch (const Error& e) {
-      if (e.code() != errc::wrong_state) throw;  // not profiled, or not launched yet
+      if (e.code() != errc::wrong_state) throw;  // not launched yet
     }
   }
   const std::string dot =

@@ -5,7 +5,7 @@
 #include <cmdgraph/event.hpp>
 
 #if CMDGRAPH_HAVE_CUDA
-#include "cuda/check.hpp"
+#include "cuda/stream_ops.hpp"
 #endif
 
 namespace cmdgraph {
@@ -29,7 +29,7 @@ bool Event::ready() const {
   if (!e.ever_recorded()) return false;
 #if CMDGRAPH_HAVE_CUDA
   if (e.device().is_cuda()) {
-    const cudaError_t s = detail::cuda::try_call([&] { return cudaEventQuery(e.native()); });
+    const cudaError_t s = detail::cuda::query_event(e.native());
     if (s == cudaErrorNotReady) return false;
     if (s != cudaSuccess) detail::cuda::fail(s, "cudaEventQuery", detail::cuda::no_command);
     return true;
@@ -42,7 +42,8 @@ void Event::wait() const {
   detail::EventState& e = checked(state_);
 #if CMDGRAPH_HAVE_CUDA
   if (e.device().is_cuda()) {
-    CMDGRAPH_CUDA(detail::cuda::no_command, cudaEventSynchronize, e.native());
+    const cudaError_t s = detail::cuda::synchronize_event(e.native());
+    if (s != cudaSuccess) detail::cuda::fail(s, "cudaEventSynchronize", detail::cuda::no_command);
     return;
   }
 #endif
@@ -69,8 +70,7 @@ std::chrono::duration<double, std::milli> Event::elapsed(const Event& start, con
   stop.wait();
 #if CMDGRAPH_HAVE_CUDA
   if (a.device().is_cuda()) {
-    float ms = 0;
-    CMDGRAPH_CUDA(detail::cuda::no_command, cudaEventElapsedTime, &ms, a.native(), b.native());
+    const float ms = detail::cuda::elapsed_ms(a.native(), b.native(), detail::cuda::no_command);
     return std::chrono::duration<double, std::milli>(ms);
   }
 #endif

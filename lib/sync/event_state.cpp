@@ -1,6 +1,10 @@
 // EventState's host generations and CUDA handle.
 #include "sync/event_state.hpp"
 
+#if CMDGRAPH_HAVE_CUDA
+#include "cuda/stream_ops.hpp"
+#endif
+
 namespace cmdgraph::detail {
 
 EventState::EventState(Device device, bool timing) : device_(device), timing_(timing) {
@@ -14,6 +18,14 @@ NativeEvent EventState::native() const noexcept {
   return native_.get();
 #else
   return nullptr;
+#endif
+}
+
+bool EventState::device_reached() const noexcept {
+#if CMDGRAPH_HAVE_CUDA
+  return cuda::query_event(native()) != cudaErrorNotReady;
+#else
+  return true;
 #endif
 }
 

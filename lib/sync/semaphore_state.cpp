@@ -8,6 +8,7 @@
 // promise.
 #include "sync/semaphore_state.hpp"
 
+#include "sync/access.hpp"
 #include "sync/poll.hpp"
 #include "sync/watcher.hpp"
 
@@ -52,14 +53,19 @@ void SemaphoreState::signal(std::uint64_t value) {
   wake(value);
 }
 
-void SemaphoreState::reserve_signal(std::uint64_t value) {
+std::uint64_t SemaphoreState::reserve_signal(std::uint64_t value) {
   std::lock_guard lock(mutex_);
   if (value < reserved_) {
     throw Error(errc::invalid_argument, "timeline semaphore: a submission signals " +
                                             std::to_string(value) + " after one that signals " +
                                             std::to_string(reserved_) + "; values must grow");
   }
-  reserved_ = value;
+  return std::exchange(reserved_, value);
+}
+
+void SemaphoreState::cancel_signal(std::uint64_t value, std::uint64_t previous) noexcept {
+  std::lock_guard lock(mutex_);
+  if (reserved_ == value) reserved_ = previous;
 }
 
 void SemaphoreState::advance(std::uint64_t value) noexcept {
@@ -79,7 +85,7 @@ void when_all_reached(const std::vector<SemaphoreValue>& targets, std::function<
   auto left = std::make_shared<std::atomic<std::size_t>>(targets.size());
   auto shared_fn = std::make_shared<std::function<void()>>(std::move(fn));
   for (const SemaphoreValue& t : targets) {
-    t.semaphore->state()->when_reached(t.value, [left, shared_fn] {
+    t.semaphore->when_reached(t.value, [left, shared_fn] {
       if (left->fetch_sub(1) == 1) (*shared_fn)();
     });
   }
@@ -135,6 +141,8 @@ void SemaphoreState::when_reached(std::uint64_t value, std::function<void()> fn)
 
 TimelineSemaphore::TimelineSemaphore(std::uint64_t initial)
     : state_(std::make_shared<detail::SemaphoreState>(initial)) {}
+SemaphoreValue::SemaphoreValue(const TimelineSemaphore& semaphore_, std::uint64_t value_)
+    : semaphore(detail::Access::state(semaphore_)), value(value_) {}
 TimelineSemaphore::~TimelineSemaphore() = default;
 
 namespace {

@@ -201,7 +201,7 @@ TEST_CASE("validation.kernel.null_and_zero_dimensions" * doctest::timeout(10)) {
   CMDGRAPH_EXPECT_ERROR(cmd.launch(&kernel_stub, LaunchConfig{{1}, {32, 1, 0}}, 1, p),
                         errc::invalid_argument);
   CHECK(cmd.size() == 0);
-  CHECK(cmd.recording()->arguments().slot_count() == 0);  // no orphaned argument bytes
+  CHECK(detail::recording_of(cmd)->arguments().slot_count() == 0);  // no orphaned argument bytes
 }
 
 TEST_CASE("validation.parallel_for.zero_size" * doctest::timeout(10)) {

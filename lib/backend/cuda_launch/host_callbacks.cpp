@@ -1,5 +1,5 @@
 // The host task trampoline and per-launch error filing.
-#include "backend/cuda_common/host_callbacks.hpp"
+#include "backend/cuda_launch/host_callbacks.hpp"
 
 #include "error/task_failure.hpp"
 
@@ -25,6 +25,15 @@ std::exception_ptr HostErrors::find(std::uint64_t first, std::uint64_t last) {
 void HostErrors::forget_before(std::uint64_t launch) {
   std::lock_guard lock(mutex_);
   errors_.erase(errors_.begin(), errors_.lower_bound(launch));
+}
+
+std::uint32_t count_host_tasks(const Plan& plan) {
+  std::uint32_t n = 0;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (std::holds_alternative<HostPayload>(plan.payload(c))) ++n;
+    if (const Plan* body = plan.body(c)) n += count_host_tasks(*body);
+  }
+  return n;
 }
 
 void run_host_callback(void* p) {

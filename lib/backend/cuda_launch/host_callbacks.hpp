@@ -2,7 +2,9 @@
 // catches its exception and files it under the launch it belongs to, for that launch's fence.
 #pragma once
 
-#include "record/recording.hpp"
+#include "plan/plan.hpp"
+
+#include <cmdgraph/detail/specs.hpp>
 
 #include <cstdint>
 #include <exception>
@@ -46,6 +48,9 @@ struct HostCallback {
   std::string name;
   HostErrors* errors;
 };
+
+/// Host tasks in `plan` and every body it runs, each counted once per execution.
+std::uint32_t count_host_tasks(const Plan& plan);
 
 /// The trampoline, with CUDA's host function signature.
 void run_host_callback(void* callback);
