@@ -17,6 +17,7 @@ class Flattener {
  public:
   std::vector<FlatTask> tasks;
   Pairs edges;
+  std::vector<NestedSpan> executed;
 
   // Appends the tasks of `plan`; every source hangs off `entry` when given. Returns the
   // span of each command of `plan`.
@@ -35,6 +36,7 @@ class Flattener {
         }
         if (nested->size() == 0) edges.emplace_back(in, out);
         spans[c] = {in, out};
+        executed.push_back({&plan, c, in, out});
       } else {
         const std::uint32_t t = add(plan, c);
         spans[c] = {t, t};
@@ -76,6 +78,7 @@ FlatPlan flatten(const Plan& root) {
     flat.root_entry.push_back(s.entry);
   }
   flat.tasks = std::move(f.tasks);
+  flat.nested = std::move(f.executed);
   return flat;
 }
 

@@ -34,25 +34,33 @@ class SignalClaims {
  public:
   SignalClaims(const detail::ExecutableImpl& exe, const SubmitInfo& info) {
     claims_.reserve(info.signal.size());
-    for (const SemaphoreValue& s : info.signal) {
-      if (!s.semaphore) {
-        throw Error(errc::invalid_handle,
-                    "launch of '" + exe.name() + "' signals a moved-from semaphore");
+    try {
+      for (const SemaphoreValue& s : info.signal) {
+        if (!s.semaphore) {
+          throw Error(errc::invalid_handle,
+                      "launch of '" + exe.name() + "' signals a moved-from semaphore");
+        }
+        claims_.push_back({s.semaphore.get(), s.value, s.semaphore->reserve_signal(s.value)});
       }
-      claims_.push_back({s.semaphore.get(), s.value, s.semaphore->reserve_signal(s.value)});
+    } catch (...) {
+      cancel();  // no destructor runs for a constructor that throws
+      throw;
     }
   }
   SignalClaims(const SignalClaims&) = delete;
   SignalClaims& operator=(const SignalClaims&) = delete;
   ~SignalClaims() {
-    if (kept_) return;
-    for (auto it = claims_.rbegin(); it != claims_.rend(); ++it) {
-      it->semaphore->cancel_signal(it->value, it->previous);
-    }
+    if (!kept_) cancel();
   }
   void keep() noexcept { kept_ = true; }
 
  private:
+  void cancel() noexcept {
+    for (auto it = claims_.rbegin(); it != claims_.rend(); ++it) {
+      it->semaphore->cancel_signal(it->value, it->previous);
+    }
+  }
+
   struct Claim {
     detail::SemaphoreState* semaphore;
     std::uint64_t value, previous;

@@ -4,7 +4,7 @@
 // The graph and streams backends are engines over these forms; they know no kinds.
 #pragma once
 
-#include "backend/cuda_launch/host_callbacks.hpp"
+#include "backend/cuda_commands/host_callbacks.hpp"
 #include "cuda/check.hpp"
 #include "cuda/graph_ops.hpp"
 #include "plan/plan.hpp"

@@ -70,8 +70,9 @@ std::string BuiltGraph::name_of(cudaGraphNode_t node) const {
 class GraphBuilder::Site final : public GraphSite {
  public:
   Site(GraphBuilder& builder, const Plan& plan, std::uint32_t c, const ArgumentStore& args,
-       cudaGraph_t graph, std::span<const cudaGraphNode_t> deps)
-      : builder_(builder), plan_(plan), c_(c), args_(args), graph_(graph), deps_(deps) {
+       cudaGraph_t graph, std::span<const cudaGraphNode_t> deps, HostAncestors before)
+      : builder_(builder), plan_(plan), c_(c), args_(args), graph_(graph), deps_(deps),
+        before_(before), after_(std::move(before)) {
     // Root commands are named by their own name: no string is made per node.
     if (&plan != builder.root_) qualified_ = command_label(plan, c, *builder.root_);
     name_ = qualified_.empty() ? std::string_view(plan.name(c)) : std::string_view(qualified_);
@@ -84,13 +85,17 @@ class GraphBuilder::Site final : public GraphSite {
     return cuda::add_node(graph_, deps_, spec, name_);
   }
   void* host_callback(const std::shared_ptr<HostTask>& task) override {
-    return builder_.out_->callbacks.add(task, std::string(name_), builder_.errors_);
+    HostCallback* callback =
+        builder_.out_->callbacks.add(task, std::string(name_), builder_.errors_, before_);
+    after_ = only(callback);
+    return callback;
   }
   cudaGraphNode_t body_graph() override {
     const Plan& body = *plan_.body(c_);
     cuda::Graph child = cuda::create_graph(name_);
     std::vector<cudaGraphNode_t> nodes;
-    builder_.add_nodes(body, body.arguments, child.get(), nodes, nullptr, builder_.profile_);
+    after_ = builder_.add_nodes(body, body.arguments, child.get(), nodes, nullptr,
+                                builder_.profile_, before_);
     // The child is cloned into the node; ours is destroyed when this returns.
     return builder_.add_child(graph_, deps_, child.get(), name_);
   }
@@ -106,6 +111,8 @@ class GraphBuilder::Site final : public GraphSite {
   cudaGraphNode_t while_loop(const LoopPayload& loop) override {
     return builder_.add_loop(plan_, c_, loop, args_, graph_, deps_);
   }
+  /// The nearest host-task ancestors the command's dependants inherit.
+  const HostAncestors& after() const noexcept { return after_; }
 
  private:
   GraphBuilder& builder_;
@@ -116,6 +123,8 @@ class GraphBuilder::Site final : public GraphSite {
   std::span<const cudaGraphNode_t> deps_;
   std::string qualified_;
   std::string_view name_;
+  HostAncestors before_;  // the command's nearest host-task ancestors
+  HostAncestors after_;   // its dependants': itself if a host task, else what it passes on
 };
 
 BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
@@ -131,7 +140,7 @@ BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
     spec.params.eventRecord.event = out.launch_start.get();
     root = cuda::add_node(out.graph.get(), {}, spec, cuda::for_executable(plan.buffer_name));
   }
-  add_nodes(plan, args, out.graph.get(), out.nodes, root, profile_);
+  add_nodes(plan, args, out.graph.get(), out.nodes, root, profile_, nullptr);
   out_ = nullptr;
   return out;
 }
@@ -153,10 +162,12 @@ cudaGraphNode_t GraphBuilder::add_child(cudaGraph_t graph, std::span<const cudaG
   return cuda::add_node(graph, deps, spec, served);
 }
 
-void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
-                             std::vector<cudaGraphNode_t>& nodes, cudaGraphNode_t root,
-                             bool profiled) {
+HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args,
+                                      cudaGraph_t graph, std::vector<cudaGraphNode_t>& nodes,
+                                      cudaGraphNode_t root, bool profiled, HostAncestors entry) {
   nodes.assign(plan.size(), nullptr);
+  std::vector<HostAncestors> after(plan.size());
+  std::vector<HostAncestors> parents;
   // Profiling: start -> command -> end, and dependants follow the end event, so every
   // command's start is recorded after its parents' ends (the timings honour the edges).
   std::vector<cudaGraphNode_t> ends(profiled ? plan.size() : 0, nullptr);
@@ -165,10 +176,14 @@ void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGr
     deps.clear();
     for (std::uint32_t p : plan.parents[c]) deps.push_back(profiled ? ends[p] : nodes[p]);
     if (deps.empty() && root) deps.push_back(root);
+    parents.clear();
+    for (std::uint32_t p : plan.parents[c]) parents.push_back(after[p]);
+    if (parents.empty()) parents.push_back(entry);
     ProfilePoint point{&plan, c, nullptr, nullptr};
     if (profiled) deps.assign(1, add_event_node(graph, deps, &point.start));
-    Site site(*this, plan, c, args, graph, deps);
+    Site site(*this, plan, c, args, graph, deps, merged(parents));
     nodes[c] = add_graph_node(plan.payload(c), site);
+    after[c] = site.after();
     out_->origins.push_back({nodes[c], &plan, c});
     ++out_->node_count;
     if (profiled) {
@@ -176,6 +191,12 @@ void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGr
       out_->points.push_back(point);
     }
   }
+  parents.clear();
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (plan.children[c].empty()) parents.push_back(after[c]);
+  }
+  if (plan.size() == 0) parents.push_back(entry);
+  return merged(parents);
 }
 
 // A one-thread kernel sets the condition before the first pass; a conditional WHILE node runs
@@ -204,7 +225,7 @@ cudaGraphNode_t GraphBuilder::add_loop(const Plan& plan, std::uint32_t c, const 
 
   const Plan& body = *plan.body(c);
   std::vector<cudaGraphNode_t> body_nodes;
-  add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false);
+  add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr);
   std::vector<cudaGraphNode_t> last;  // the body's sinks
   for (std::uint32_t k = 0; k < body.size(); ++k) {
     if (body.children[k].empty()) last.push_back(body_nodes[k]);

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "backend/cuda_commands/cuda_commands.hpp"
-#include "backend/cuda_launch/host_callbacks.hpp"
+#include "backend/cuda_commands/host_callbacks.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
 #include "cuda/handles.hpp"
 #include "plan/plan.hpp"
@@ -69,9 +69,11 @@ class GraphBuilder {
  private:
   class Site;
   /// Adds a node per command of `plan` to `graph`; with `profiled`, timed event nodes around
-  /// each (never inside loop bodies, where CUDA allows no event nodes).
-  void add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
-                 std::vector<cudaGraphNode_t>& nodes, cudaGraphNode_t root, bool profiled);
+  /// each (never inside loop bodies, where CUDA allows no event nodes). `entry`: the nearest
+  /// host-task ancestors of the plan's sources; returns those of what follows its sinks.
+  HostAncestors add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
+                          std::vector<cudaGraphNode_t>& nodes, cudaGraphNode_t root,
+                          bool profiled, HostAncestors entry);
   cudaGraphNode_t add_event_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
                                  cudaEvent_t* event);
   cudaGraphNode_t add_child(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,

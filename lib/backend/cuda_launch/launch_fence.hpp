@@ -3,7 +3,7 @@
 // device fault (naming the commands that run device code) or a host task's exception.
 #pragma once
 
-#include "backend/cuda_launch/host_callbacks.hpp"
+#include "backend/cuda_commands/host_callbacks.hpp"
 #include "cuda/handles.hpp"
 #include "plan/plan.hpp"
 #include "sync/cuda_queue.hpp"

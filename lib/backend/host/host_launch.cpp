@@ -241,13 +241,10 @@ void HostLaunch::store_profile() {
     // by time rather than by the worker that started a command.
     measured.push_back({task.plan, task.command, MeasuredCommand::no_lane, start_ms_[t], end_ms_[t]});
   }
-  // Nested commands are join pairs around their contents: give them the span of the pair.
-  for (std::uint32_t c = 0; c < program_->plan->size(); ++c) {
-    if (!std::holds_alternative<NestedPayload>(program_->plan->payload(c))) continue;
-    const std::uint32_t exit = flat.root_task[c];
-    const std::uint32_t entry = flat.root_entry[c];
-    measured.push_back({program_->plan.get(), c, MeasuredCommand::no_lane, start_ms_[entry],
-                        end_ms_[exit]});
+  // Executed buffers' commands are join pairs around their contents: the span of the pair.
+  for (const NestedSpan& n : flat.nested) {
+    measured.push_back({n.plan, n.command, MeasuredCommand::no_lane, start_ms_[n.entry],
+                        end_ms_[n.exit]});
   }
   Profile p = build_profile(*program_->plan, std::move(measured), "host", started_);
   std::lock_guard lock(profile_->mutex);

@@ -42,14 +42,22 @@ std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
                                       HostCallbacks& callbacks, HostErrors* errors) {
   std::vector<StreamTask> tasks;
   tasks.reserve(flat.tasks.size());
-  for (const FlatTask& t : flat.tasks) {
+  // Each task's nearest host-task ancestors, in the flat (topological) order.
+  std::vector<HostAncestors> after(flat.tasks.size());
+  std::vector<HostAncestors> parents;
+  for (std::uint32_t i = 0; i < flat.tasks.size(); ++i) {
+    const FlatTask& t = flat.tasks[i];
+    parents.clear();
+    for (std::uint32_t p : flat.parents[i]) parents.push_back(after[p]);
+    after[i] = merged(parents);
     StreamTask s{&t, t.plan == &root ? &root_args : &t.plan->arguments, {}, {}, nullptr};
     if (!t.is_join()) {
       s.name = command_label(*t.plan, t.command, root);
       const Payload& payload = t.plan->payload(t.command);
       s.kernel = kernel_launch(payload, *s.args, device);
       if (const auto* host = std::get_if<HostPayload>(&payload)) {
-        s.callback = callbacks.add(host->task, s.name, errors);
+        s.callback = callbacks.add(host->task, s.name, errors, after[i]);
+        after[i] = only(s.callback);
       }
     }
     tasks.push_back(std::move(s));
@@ -127,14 +135,17 @@ class StreamsExecutable final : public CudaExecutable {
     if (schedule_.fork_wait[t]) cuda::wait_event(s, fork_.get(), served);
     for (std::uint32_t p : schedule_.waits[t]) cuda::wait_event(s, events_[p].get(), served);
     const NvtxRange range(task.name);
-    const std::int64_t point = profiling() ? profiling_.point_of[t] : -1;
-    if (point >= 0) cuda::record_event(profiling_.points[point].start, s, served);
+    if (profiling()) {
+      for (cudaEvent_t e : profiling_.before[t]) cuda::record_event(e, s, served);
+    }
     if (!task.task->is_join()) {
       const StreamSite site{s, *task.args, task.kernel ? &*task.kernel : nullptr, task.callback,
                             served};
       enqueue_on_stream(task.task->plan->payload(task.task->command), site);
     }
-    if (point >= 0) cuda::record_event(profiling_.points[point].end, s, served);
+    if (profiling()) {
+      for (cudaEvent_t e : profiling_.after[t]) cuda::record_event(e, s, served);
+    }
     if (schedule_.records[t]) cuda::record_event(events_[t].get(), s, served);
   }
 
@@ -220,28 +231,36 @@ class StreamsExecutable final : public CudaExecutable {
     }
   }
 
-  // Profiling: timed events around every task that is a command, and the launch's first.
+  // Profiling: timed events around every task that is a command, from the entry to the exit
+  // join of every executed buffer, and the launch's first.
   struct Profiling {
     cuda::Event launch_start;
     std::vector<cuda::Event> events;
     std::vector<ProfilePoint> points;
-    std::vector<unsigned> lanes;          // per point
-    std::vector<std::int64_t> point_of;   // per task, -1 for joins
+    std::vector<unsigned> lanes;                    // per point
+    std::vector<std::vector<cudaEvent_t>> before;   // per task: events recorded before it
+    std::vector<std::vector<cudaEvent_t>> after;    // ... and after it
   };
   static Profiling make_profiling(const FlatPlan& flat, const LaneSchedule& schedule, int device) {
     Profiling p;
     p.launch_start = cuda::create_event(device, true);
-    p.point_of.assign(flat.tasks.size(), -1);
+    p.before.resize(flat.tasks.size());
+    p.after.resize(flat.tasks.size());
+    auto point = [&](const Plan* plan, std::uint32_t command, std::uint32_t first,
+                     std::uint32_t last) {
+      p.events.push_back(cuda::create_event(device, true));
+      p.events.push_back(cuda::create_event(device, true));
+      cudaEvent_t start = p.events[p.events.size() - 2].get(), end = p.events.back().get();
+      p.points.push_back({plan, command, start, end});
+      p.lanes.push_back(schedule.lane[first]);
+      p.before[first].push_back(start);
+      p.after[last].push_back(end);
+    };
     for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
       const FlatTask& task = flat.tasks[t];
-      if (task.is_join()) continue;
-      p.point_of[t] = static_cast<std::int64_t>(p.points.size());
-      p.events.push_back(cuda::create_event(device, true));
-      p.events.push_back(cuda::create_event(device, true));
-      p.points.push_back({task.plan, task.command, p.events[p.events.size() - 2].get(),
-                          p.events.back().get()});
-      p.lanes.push_back(schedule.lane[t]);
+      if (!task.is_join()) point(task.plan, task.command, t, t);
     }
+    for (const NestedSpan& n : flat.nested) point(n.plan, n.command, n.entry, n.exit);
     return p;
   }
 
