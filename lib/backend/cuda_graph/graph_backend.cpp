@@ -61,6 +61,7 @@ class GraphExecutable final : public CudaExecutable {
     start_context(current_.context);
     this->stats().backend = Backend::cuda_graph;
   }
+  ~GraphExecutable() override { wait_for_launches(); }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
     return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_,

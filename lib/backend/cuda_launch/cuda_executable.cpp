@@ -7,7 +7,7 @@
 
 namespace cmdgraph::detail {
 
-CudaExecutable::~CudaExecutable() {
+void CudaExecutable::wait_for_launches() noexcept {
   if (auto queue = last_queue_.lock()) queue->synchronize_quietly();
 }
 

@@ -20,8 +20,7 @@ class CudaExecutable : public ExecutableImpl {
   CudaExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
                  bool profile)
       : ExecutableImpl(std::move(plan), device, std::move(stats), profile) {}
-  /// Host callbacks and parameters of a launch in flight point into this object: waits for it.
-  ~CudaExecutable() override;
+  ~CudaExecutable() override { wait_for_launches(); }
 
   Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) final;
   void check_memory(std::uint32_t c, const MemoryRange& r) const final;
@@ -36,6 +35,10 @@ class CudaExecutable : public ExecutableImpl {
   void start_context(std::shared_ptr<const LaunchContext> context);
   /// Keeps `keep` alive until every launch so far has finished.
   void retire(std::shared_ptr<const void> keep);
+
+  /// Waits for the launches in flight: their host callbacks and parameters point into the
+  /// derived executable, so its destructor calls this first (its members die before ours).
+  void wait_for_launches() noexcept;
 
   int ordinal() const noexcept { return device().ordinal(); }
   std::mutex& mutex() const noexcept { return mutex_; }

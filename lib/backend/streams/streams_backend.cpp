@@ -81,6 +81,7 @@ class StreamsExecutable final : public CudaExecutable {
     s.event_waits = schedule_.wait_count();
     s.cross_stream_edges = schedule_.cross_edges;
   }
+  ~StreamsExecutable() override { wait_for_launches(); }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
     return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_, profiling(),
