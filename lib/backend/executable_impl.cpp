@@ -28,6 +28,25 @@ ExecutableImpl::ExecutableImpl(std::shared_ptr<const Plan> plan, Device device,
     : plan_(std::move(plan)), device_(device), stats_(std::move(stats)), profile_(profile),
       recorded_events_(events_recorded_by(*plan_)) {}
 
+ExecutableImpl::Sharing::Sharing(const ExecutableImpl& exe) : exe_(exe) {
+  int users = exe_.users_.load();
+  do {
+    if (users < 0) {
+      throw Error(errc::concurrent_use, "executable '" + exe_.name() +
+                                            "' is launched while another thread updates it");
+    }
+  } while (!exe_.users_.compare_exchange_weak(users, users + 1));
+}
+
+ExecutableImpl::Updating::Updating(ExecutableImpl& exe) : exe_(exe) {
+  int idle = 0;
+  if (!exe_.users_.compare_exchange_strong(idle, -1)) {
+    throw Error(errc::concurrent_use,
+                "executable '" + exe_.name() + "' is updated while another thread " +
+                    (idle < 0 ? "updates" : "launches") + " it");
+  }
+}
+
 UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
                                          const UpdateOptions& options) {
   check_runs(*plan);

@@ -10,6 +10,7 @@
 #include <cmdgraph/executable.hpp>
 #include <cmdgraph/fence.hpp>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,31 @@ class ExecutableImpl {
   bool profiling() const noexcept { return profile_; }
   const ExecutableStats& stats() const noexcept { return stats_; }
   ExecutableStats& stats() noexcept { return stats_; }
+  /// Held while launching or cloning: several threads may launch one executable at once (the
+  /// launches are serialized), but not while another thread updates it.
+  class Sharing {
+   public:
+    explicit Sharing(const ExecutableImpl& exe);
+    ~Sharing() { exe_.users_.fetch_sub(1); }
+    Sharing(const Sharing&) = delete;
+    Sharing& operator=(const Sharing&) = delete;
+
+   private:
+    const ExecutableImpl& exe_;
+  };
+  /// Held while updating: Error(concurrent_use) when another thread launches, clones or
+  /// updates the executable at the same time.
+  class Updating {
+   public:
+    explicit Updating(ExecutableImpl& exe);
+    ~Updating() { exe_.users_.store(0); }
+    Updating(const Updating&) = delete;
+    Updating& operator=(const Updating&) = delete;
+
+   private:
+    ExecutableImpl& exe_;
+  };
+
   /// Events the plan's record commands record (bodies included).
   const std::vector<std::shared_ptr<EventState>>& recorded_events() const noexcept {
     return recorded_events_;
@@ -89,6 +115,8 @@ class ExecutableImpl {
   ExecutableStats stats_;
   bool profile_;
   std::vector<std::shared_ptr<EventState>> recorded_events_;
+  // Launches and clones in progress, or -1 while an update runs.
+  mutable std::atomic<int> users_{0};
 };
 
 }  // namespace cmdgraph::detail

@@ -142,6 +142,7 @@ Command CommandBuffer::execute(CommandBuffer& secondary) {
     reject(rec, CommandKind::nested, "moved-from secondary command buffer", errc::invalid_handle);
   }
   if (secondary.rec_ == rec_) reject(rec, CommandKind::nested, "a command buffer cannot execute itself");
+  const Recording::ReadGuard reading(*secondary.rec_);
   rec.require_nestable(CommandKind::nested, *secondary.rec_);
   secondary.rec_->seal();
   return Command(rec.add(detail::NestedPayload{secondary.rec_}));
@@ -153,6 +154,7 @@ detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::Lo
   rec.require_open("record");
   if (!body.rec_) reject(rec, CommandKind::loop, "moved-from body", errc::invalid_handle);
   if (body.rec_ == rec_) reject(rec, CommandKind::loop, "a command buffer cannot loop over itself");
+  const Recording::ReadGuard reading(*body.rec_);
   rec.require_nestable(CommandKind::loop, *body.rec_);
   body.rec_->seal();
   return rec.add(detail::LoopPayload{body.rec_, rec.arguments().add(spec.condition),

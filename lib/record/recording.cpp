@@ -114,14 +114,25 @@ void Recording::set_name(std::uint32_t index, std::string_view name) {
 }
 
 Recording::UseGuard::UseGuard(const Recording& rec) : rec_(rec) {
-  if (rec_.users_.fetch_add(1, std::memory_order_acquire) != 0) {
-    rec_.users_.fetch_sub(1, std::memory_order_release);
+  if (rec_.users_.fetch_add(1) != 0 || rec_.readers_.load() != 0) {
+    rec_.users_.fetch_sub(1);
     throw Error(errc::concurrent_use, "command buffer " + quoted(rec_.name_) +
-                                          " is being recorded by two threads at once");
+                                          " is being used by two threads at once");
   }
 }
 
-Recording::UseGuard::~UseGuard() { rec_.users_.fetch_sub(1, std::memory_order_release); }
+Recording::UseGuard::~UseGuard() { rec_.users_.fetch_sub(1); }
+
+Recording::ReadGuard::ReadGuard(const Recording& rec) : rec_(rec) {
+  rec_.readers_.fetch_add(1);
+  if (rec_.users_.load() != 0) {
+    rec_.readers_.fetch_sub(1);
+    throw Error(errc::concurrent_use, "command buffer " + quoted(rec_.name_) +
+                                          " is executed while another thread records into it");
+  }
+}
+
+Recording::ReadGuard::~ReadGuard() { rec_.readers_.fetch_sub(1); }
 
 void register_recording(Recording& rec) {
   Registry& r = registry();

@@ -28,8 +28,9 @@ class Recording {
 
   std::uint64_t id() const noexcept { return id_; }
   const std::string& name() const noexcept { return name_; }
-  bool sealed() const noexcept { return sealed_; }
-  void seal() noexcept { sealed_ = true; }
+  bool sealed() const noexcept { return sealed_.load(std::memory_order_acquire); }
+  /// Seals the recording; safe from several threads reading it at once (see ReadGuard).
+  void seal() noexcept { sealed_.store(true, std::memory_order_release); }
 
   /// Appends a command, after the last barrier if there is one. Throws when sealed. A command
   /// with a body must have passed require_nestable.
@@ -69,7 +70,8 @@ class Recording {
   /// Throws Error(wrong_state) when sealed, naming the buffer and what was attempted.
   void require_open(const char* action) const;
 
-  /// Raises Error(concurrent_use) when another thread is inside a recording call.
+  /// Held by a call that changes the recording (recording, compile, update); raises
+  /// Error(concurrent_use) when another thread is inside such a call or reads it as a body.
   class UseGuard {
    public:
     explicit UseGuard(const Recording& rec);
@@ -80,11 +82,23 @@ class Recording {
    private:
     const Recording& rec_;
   };
+  /// Held by a call that reads the recording as a body (execute, loop_while); several may read
+  /// at once, from several threads; raises Error(concurrent_use) while a UseGuard is held.
+  class ReadGuard {
+   public:
+    explicit ReadGuard(const Recording& rec);
+    ~ReadGuard();
+    ReadGuard(const ReadGuard&) = delete;
+    ReadGuard& operator=(const ReadGuard&) = delete;
+
+   private:
+    const Recording& rec_;
+  };
 
  private:
   std::uint64_t id_;
   std::string name_;
-  bool sealed_ = false;
+  std::atomic<bool> sealed_{false};
   std::vector<CommandRecord> commands_;
   std::vector<Edge> edges_;
   ArgumentStore arguments_;
@@ -92,7 +106,10 @@ class Recording {
   std::uint32_t segment_begin_ = 0;  // first command after the last barrier
   std::uint32_t depth_ = 0;
   std::uint64_t expanded_ = 0;
+  // Changing and reading calls in progress: each side increments its own count, then looks at
+  // the other's (sequentially consistent), so two that overlap cannot both miss each other.
   mutable std::atomic<int> users_{0};
+  mutable std::atomic<int> readers_{0};
 };
 
 /// Deepest nesting of executed buffers and loop bodies a recording may have: every stage walks

@@ -73,6 +73,7 @@ class SignalClaims {
 
 Fence Executable::launch(Queue& queue, const SubmitInfo& info) {
   detail::ExecutableImpl& exe = impl();
+  const detail::ExecutableImpl::Sharing sharing(exe);
   const std::shared_ptr<detail::QueueState>& q = detail::Access::state(queue);
   if (!q) throw Error(errc::invalid_handle, "a moved-from queue was used");
   if (!(q->device() == exe.device())) {
@@ -97,7 +98,10 @@ Backend Executable::backend() const { return impl().stats().backend; }
 Device Executable::device() const { return impl().device(); }
 const std::string& Executable::name() const { return impl().name(); }
 const ExecutableStats& Executable::stats() const { return impl().stats(); }
-Executable Executable::clone() const { return Executable(impl().clone()); }
+Executable Executable::clone() const {
+  const detail::ExecutableImpl::Sharing sharing(impl());
+  return Executable(impl().clone());
+}
 
 const char* to_string(Backend backend) noexcept {
   switch (backend) {

@@ -54,6 +54,7 @@ void require(const ExecutableImpl& exe, std::uint32_t c, const std::string& prob
 void Executable::update_kernel_arguments(detail::CommandRef command,
                                          const detail::KernelParam* params, std::size_t count) {
   ExecutableImpl& exe = impl();
+  const ExecutableImpl::Updating updating(exe);
   const auto [c, k] = locate<detail::KernelPayload>(exe, command);
   detail::ArgumentStore& args = exe.arguments_for_update();
   for (std::size_t i = 0; i < count && i < k.param_count; ++i) {
@@ -64,6 +65,7 @@ void Executable::update_kernel_arguments(detail::CommandRef command,
 
 void Executable::update_launch_config(detail::CommandRef command, const LaunchConfig& config) {
   ExecutableImpl& exe = impl();
+  const ExecutableImpl::Updating updating(exe);
   const auto [c, k] = locate<detail::KernelPayload>(exe, command);
   require(exe, c, detail::problem_with(config));
   exe.arguments_for_update().assign(k.config, &config);
@@ -74,6 +76,7 @@ void Executable::update_parallel_for(detail::CommandRef command,
                                      const detail::KernelParam& functor,
                                      const std::size_t* count) {
   ExecutableImpl& exe = impl();
+  const ExecutableImpl::Updating updating(exe);
   const auto [c, pf] = locate<detail::ParallelForPayload>(exe, command);
   if (count && *count == 0) require(exe, c, "zero-size range");
   detail::ArgumentStore& args = exe.arguments_for_update();
@@ -84,6 +87,7 @@ void Executable::update_parallel_for(detail::CommandRef command,
 
 void Executable::update_copy(detail::CommandRef command, const detail::CopySpec& spec) {
   ExecutableImpl& exe = impl();
+  const ExecutableImpl::Updating updating(exe);
   const auto [c, copy] = locate<detail::CopyPayload>(exe, command);
   require(exe, c, detail::problem_with(spec));
   exe.check_memory(c, spec.dst);
@@ -94,6 +98,7 @@ void Executable::update_copy(detail::CommandRef command, const detail::CopySpec&
 
 void Executable::update_fill(detail::CommandRef command, const detail::FillSpec& spec) {
   ExecutableImpl& exe = impl();
+  const ExecutableImpl::Updating updating(exe);
   const auto [c, fill] = locate<detail::FillPayload>(exe, command);
   require(exe, c, detail::problem_with(spec));
   exe.check_memory(c, spec.dst);
@@ -103,6 +108,7 @@ void Executable::update_fill(detail::CommandRef command, const detail::FillSpec&
 
 UpdateResult Executable::update(CommandBuffer& rerecorded, const UpdateOptions& options) {
   ExecutableImpl& exe = impl();
+  const ExecutableImpl::Updating updating(exe);
   const std::shared_ptr<detail::Recording>& rec = detail::recording_of(rerecorded);
   const detail::Recording::UseGuard guard(*rec);
   auto plan = detail::build_plan(*rec);
