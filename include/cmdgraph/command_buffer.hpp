@@ -172,7 +172,7 @@ class CommandBuffer {
   detail::CommandRef add_fill(const detail::FillSpec& spec);
   detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task);
   detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
-  detail::CommandRef add_loop(CommandBuffer& body, const detail::LoopSpec& spec);
+  detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec);
 
   std::shared_ptr<detail::Recording> rec_;
 };

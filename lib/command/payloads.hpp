@@ -94,13 +94,20 @@ struct BarrierPayload {
                                      .dot_shape = "point", .weight = 0};
 };
 
+/// A host+device functor that decides whether a body runs (loop_while), stored like a kernel
+/// parameter: on CUDA devices a one-thread kernel evaluates it and sets a conditional handle.
+struct Condition {
+  ArgumentStore::Slot functor;
+  HostCondition host;         // null when the functor has no host version
+  const void* device_kernel;  // null when not recorded in a CUDA translation unit
+};
+
 struct LoopPayload {
   static constexpr KindTraits traits{.kind = CommandKind::loop, .name = "loop_while",
-                                     .dot_shape = "doubleoctagon", .runs_device_code = true};
+                                     .dot_shape = "doubleoctagon", .runs_device_code = true,
+                                     .device_decided = true};
   std::shared_ptr<const Recording> body;
-  ArgumentStore::Slot condition;  // the condition functor
-  HostCondition host;             // null when the functor has no host version
-  const void* device_kernel;      // null when not recorded in a CUDA translation unit
+  Condition condition;  // checked before every pass
 };
 
 /// Every kind of command, in CommandKind's order.

@@ -108,19 +108,24 @@ std::shared_ptr<const Plan> build(const Recording& rec, PlanCache& cache) {
 }  // namespace
 
 namespace {
-std::optional<std::string> find_command_in(const Plan& plan, CommandKind kind, const Plan& root) {
+template <class Test>
+std::optional<std::string> find_command_in(const Plan& plan, const Test& test, const Plan& root) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (plan.kind(c) == kind) return command_label(plan, c, root);
+    if (test(plan.kind(c))) return command_label(plan, c, root);
     if (const Plan* body = plan.body(c)) {
-      if (auto found = find_command_in(*body, kind, root)) return found;
+      if (auto found = find_command_in(*body, test, root)) return found;
     }
   }
   return std::nullopt;
 }
 }  // namespace
 
+std::optional<std::string> find_command(const Plan& plan, bool (*test)(const KindTraits&)) {
+  return find_command_in(plan, [test](CommandKind k) { return test(traits(k)); }, plan);
+}
+
 std::optional<std::string> find_command(const Plan& plan, CommandKind kind) {
-  return find_command_in(plan, kind, plan);
+  return find_command_in(plan, [kind](CommandKind k) { return k == kind; }, plan);
 }
 
 std::shared_ptr<const Plan> build_plan(const Recording& recording) {

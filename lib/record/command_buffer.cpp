@@ -148,7 +148,7 @@ Command CommandBuffer::execute(CommandBuffer& secondary) {
   return Command(rec.add(detail::NestedPayload{secondary.rec_}));
 }
 
-detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::LoopSpec& spec) {
+detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::ConditionSpec& spec) {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
@@ -157,8 +157,8 @@ detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::Lo
   const Recording::ReadGuard reading(*body.rec_);
   rec.require_nestable(CommandKind::loop, *body.rec_);
   body.rec_->seal();
-  return rec.add(detail::LoopPayload{body.rec_, rec.arguments().add(spec.condition),
-                                                        spec.host, spec.device_kernel});
+  return rec.add(detail::LoopPayload{
+      body.rec_, {rec.arguments().add(spec.condition), spec.host, spec.device_kernel}});
 }
 
 Command CommandBuffer::barrier() {

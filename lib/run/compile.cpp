@@ -54,8 +54,11 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
     stats.backend_reason = "requested";
   } else if (!captures.refusal) {
     stats.backend_reason = "CUDA device: one graph launch per run";
-  } else if (detail::find_command(*plan, CommandKind::loop)) {
-    // Streams cannot run loops: for a buffer with one, the capture's refusal is the answer.
+  } else if (detail::find_command(*plan, [](const detail::KindTraits& t) {
+               return t.device_decided;
+             })) {
+    // Streams cannot run conditional bodies: for a buffer with one, the capture's refusal is
+    // the answer.
     throw *captures.refusal;
   } else {
     // Streams run the capture's callable at each launch instead.

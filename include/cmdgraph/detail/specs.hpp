@@ -37,10 +37,10 @@ struct ParallelForSpec {
   const void* device_kernel; // null when not recorded in a CUDA translation unit
 };
 
-/// Evaluates a loop condition functor on the calling thread.
+/// Evaluates a condition functor (loop_while) on the calling thread.
 using HostCondition = bool (*)(const void* condition);
 
-struct LoopSpec {
+struct ConditionSpec {
   KernelParam condition;      // stored like a kernel parameter: it is one on the GPU
   HostCondition host;         // null when the functor has no host version
   const void* device_kernel;  // null when not recorded in a CUDA translation unit

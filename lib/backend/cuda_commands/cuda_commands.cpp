@@ -71,19 +71,7 @@ class Check {
   void operator()(const NestedPayload&) const { body({within_.loop, true}); }
   void operator()(const CapturePayload&) const {}
   void operator()(const BarrierPayload&) const {}
-  void operator()(const LoopPayload& p) const {
-    if (within_.executed) {
-      refuse(errc::unsupported,
-             "a loop inside an executed buffer is not supported on CUDA devices; record the "
-             "loop in the buffer that executes it");
-    }
-    if (!p.device_kernel) {
-      refuse(errc::unsupported,
-             "its condition has no device version (record it in a translation unit compiled by "
-             "nvcc, with a __host__ __device__ call operator)");
-    }
-    body({true, within_.executed});
-  }
+  void operator()(const LoopPayload& p) const { conditional(p.condition); }
 
   /// Checks every command of `plan` where `within` says it sits.
   static void all(const Plan& plan, const Plan& root, int device, Within within) {
@@ -130,6 +118,22 @@ class Check {
     }
   }
   void body(Within within) const { all(*plan_.body(c_), root_, device_, within); }
+  // A command that runs its body through a conditional node.
+  void conditional(const Condition& condition) const {
+    if (within_.executed) {
+      refuse(errc::unsupported,
+             std::string("a ") + std::string(traits(plan_.kind(c_)).name) +
+                 " inside an executed buffer is not supported on CUDA devices (CUDA cannot "
+                 "clone a conditional node into a child graph); record it in the buffer that "
+                 "executes it");
+    }
+    if (!condition.device_kernel) {
+      refuse(errc::unsupported,
+             "its condition has no device version (record it in a translation unit compiled by "
+             "nvcc, with a __host__ __device__ call operator)");
+    }
+    body({true, within_.executed});
+  }
 
   const Plan& plan_;
   std::uint32_t c_;
@@ -237,7 +241,9 @@ struct GraphForm {
     cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
     return site.place(spec);
   }
-  cudaGraphNode_t operator()(const LoopPayload& p) const { return site.while_loop(p); }
+  cudaGraphNode_t operator()(const LoopPayload& p) const {
+    return site.conditional(cudaGraphCondTypeWhile, p.condition);
+  }
 };
 
 // ---- Stream operations ----
@@ -282,7 +288,7 @@ struct StreamForm {
     }
   }
   void operator()(const BarrierPayload&) const {}  // ordering only
-  void operator()(const LoopPayload&) const {}     // refused by the streams backend
+  void operator()(const LoopPayload&) const {}     // device-decided: refused by streams
 };
 
 }  // namespace

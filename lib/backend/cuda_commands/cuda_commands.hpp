@@ -50,11 +50,13 @@ class GraphSite {
   virtual cudaGraphNode_t place(cuda::NodeSpec& spec) = 0;
   /// The userData of a host node running `task`.
   virtual void* host_callback(const std::shared_ptr<HostTask>& task) = 0;
-  /// A child graph node running the command's body; a node for the graph a capture made; a
-  /// conditional WHILE node looping over the body.
+  /// A child graph node running the command's body; a node for the graph a capture made.
   virtual cudaGraphNode_t body_graph() = 0;
   virtual cudaGraphNode_t captured_graph() = 0;
-  virtual cudaGraphNode_t while_loop(const LoopPayload& loop) = 0;
+  /// A conditional node of `type` over the command's body, its handle set by `condition`'s
+  /// kernel before the node (and, for WHILE, again at the end of every pass).
+  virtual cudaGraphNode_t conditional(cudaGraphConditionalNodeType type,
+                                      const Condition& condition) = 0;
 };
 /// Lowers `payload` to its graph node at `site`.
 cudaGraphNode_t add_graph_node(const Payload& payload, GraphSite& site);

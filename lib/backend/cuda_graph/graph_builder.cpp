@@ -108,8 +108,9 @@ class GraphBuilder::Site final : public GraphSite {
     if (!child) child = builder_.capture(plan_, c_);
     return builder_.add_child(graph_, deps_, child.get(), name_);
   }
-  cudaGraphNode_t while_loop(const LoopPayload& loop) override {
-    return builder_.add_loop(plan_, c_, loop, args_, graph_, deps_);
+  cudaGraphNode_t conditional(cudaGraphConditionalNodeType type,
+                              const Condition& condition) override {
+    return builder_.add_conditional(plan_, c_, type, condition, args_, graph_, deps_);
   }
   /// The nearest host-task ancestors the command's dependants inherit.
   const HostAncestors& after() const noexcept { return after_; }
@@ -199,18 +200,19 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   return merged(parents);
 }
 
-// A one-thread kernel sets the condition before the first pass; a conditional WHILE node runs
-// the body, which ends with the same kernel setting it for the next pass. The passes never
-// return to the host.
-cudaGraphNode_t GraphBuilder::add_loop(const Plan& plan, std::uint32_t c, const LoopPayload& loop,
-                                       const ArgumentStore& args, cudaGraph_t graph,
-                                       std::span<const cudaGraphNode_t> deps) {
+// A one-thread kernel sets the condition before the conditional node; a WHILE body ends with
+// the same kernel setting it for the next pass. The passes never return to the host.
+cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
+                                              cudaGraphConditionalNodeType type,
+                                              const Condition& condition,
+                                              const ArgumentStore& args, cudaGraph_t graph,
+                                              std::span<const cudaGraphNode_t> deps) {
   const std::string name = command_label(plan, c, *root_);
   cudaGraphConditionalHandle handle = cuda::create_conditional_handle(graph, name);
   // Kernel node parameters are copied when a node is made: pointers to locals are fine.
-  void* params[] = {const_cast<void*>(args.data(loop.condition)), &handle};
+  void* params[] = {const_cast<void*>(args.data(condition.functor)), &handle};
   cuda::NodeSpec check = cuda::NodeSpec::of(cudaGraphNodeTypeKernel);
-  check.params.kernel.func = const_cast<void*>(loop.device_kernel);
+  check.params.kernel.func = const_cast<void*>(condition.device_kernel);
   check.params.kernel.gridDim = dim3(1);
   check.params.kernel.blockDim = dim3(1);
   check.params.kernel.kernelParams = params;
@@ -218,7 +220,7 @@ cudaGraphNode_t GraphBuilder::add_loop(const Plan& plan, std::uint32_t c, const 
 
   cuda::NodeSpec conditional = cuda::NodeSpec::of(cudaGraphNodeTypeConditional);
   conditional.params.conditional.handle = handle;
-  conditional.params.conditional.type = cudaGraphCondTypeWhile;
+  conditional.params.conditional.type = type;
   conditional.params.conditional.size = 1;
   const cudaGraphNode_t node = cuda::add_node(graph, {&first, 1}, conditional, name);
   cudaGraph_t body_graph = conditional.params.conditional.phGraph_out[0];
@@ -226,14 +228,17 @@ cudaGraphNode_t GraphBuilder::add_loop(const Plan& plan, std::uint32_t c, const 
   const Plan& body = *plan.body(c);
   std::vector<cudaGraphNode_t> body_nodes;
   add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr);
-  std::vector<cudaGraphNode_t> last;  // the body's sinks
-  for (std::uint32_t k = 0; k < body.size(); ++k) {
-    if (body.children[k].empty()) last.push_back(body_nodes[k]);
-  }
-  const cudaGraphNode_t again = cuda::add_node(body_graph, last, check, name);
   out_->origins.push_back({first, &plan, c});
-  out_->origins.push_back({again, &plan, c});
-  out_->node_count += 2;
+  ++out_->node_count;
+  if (type == cudaGraphCondTypeWhile) {
+    std::vector<cudaGraphNode_t> last;  // the body's sinks
+    for (std::uint32_t k = 0; k < body.size(); ++k) {
+      if (body.children[k].empty()) last.push_back(body_nodes[k]);
+    }
+    const cudaGraphNode_t again = cuda::add_node(body_graph, last, check, name);
+    out_->origins.push_back({again, &plan, c});
+    ++out_->node_count;
+  }
   return node;
 }
 
@@ -268,7 +273,9 @@ class ExecSite final : public GraphSite {
   void* host_callback(const std::shared_ptr<HostTask>&) override { return not_updatable(); }
   cudaGraphNode_t body_graph() override { return not_updatable(); }
   cudaGraphNode_t captured_graph() override { return not_updatable(); }
-  cudaGraphNode_t while_loop(const LoopPayload&) override { return not_updatable(); }
+  cudaGraphNode_t conditional(cudaGraphConditionalNodeType, const Condition&) override {
+    return not_updatable();
+  }
 
  private:
   [[noreturn]] static std::nullptr_t not_updatable() {

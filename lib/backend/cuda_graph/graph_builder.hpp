@@ -78,9 +78,10 @@ class GraphBuilder {
                                  cudaEvent_t* event);
   cudaGraphNode_t add_child(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
                             cudaGraph_t child, cuda::Served served);
-  cudaGraphNode_t add_loop(const Plan& plan, std::uint32_t c, const LoopPayload& loop,
-                           const ArgumentStore& args, cudaGraph_t graph,
-                           std::span<const cudaGraphNode_t> deps);
+  cudaGraphNode_t add_conditional(const Plan& plan, std::uint32_t c,
+                                  cudaGraphConditionalNodeType type, const Condition& condition,
+                                  const ArgumentStore& args, cudaGraph_t graph,
+                                  std::span<const cudaGraphNode_t> deps);
   cuda::Graph capture(const Plan& plan, std::uint32_t c);
 
   int device_;

@@ -101,13 +101,14 @@ std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan, 
   program->flat = flatten(*plan);
   const std::size_t n = program->flat.tasks.size();
   program->names.reserve(n);
-  program->loop_bodies.resize(n);
+  program->bodies.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const FlatTask& t = program->flat.tasks[i];
     program->names.push_back(t.is_join() ? std::string("join")
                                           : command_label(*t.plan, t.command, root));
-    if (!t.is_join() && std::holds_alternative<LoopPayload>(t.plan->payload(t.command))) {
-      program->loop_bodies[i] = program_of(t.plan->bodies[t.command], root);
+    // Executed buffers are expanded in place; a body left in a task runs as it decides.
+    if (!t.is_join() && t.plan->body(t.command)) {
+      program->bodies[i] = program_of(t.plan->bodies[t.command], root);
     }
   }
   program->plan = std::move(plan);

@@ -57,8 +57,9 @@ struct Refuse {
     return {errc::unsupported, "stream capture needs a CUDA device"};
   }
   HostRefusal operator()(const BarrierPayload&) const { return {}; }
-  HostRefusal operator()(const LoopPayload& p) const {
-    if (p.host) return {};
+  HostRefusal operator()(const LoopPayload& p) const { return condition(p.condition); }
+  static HostRefusal condition(const Condition& c) {
+    if (c.host) return {};
     return {errc::unsupported, "its condition has no host version (__device__ only)"};
   }
 };
@@ -102,7 +103,9 @@ struct Run {
   }
   HostOutcome operator()(const CapturePayload&) const { return HostOutcome::failed; }  // refused
   HostOutcome operator()(const BarrierPayload&) const { return HostOutcome::ok; }
-  HostOutcome operator()(const LoopPayload& p) const { return launch.run_loop(task, p); }
+  HostOutcome operator()(const LoopPayload& p) const {
+    return launch.run_body(task, p.condition, true);
+  }
 };
 
 }  // namespace

@@ -142,34 +142,39 @@ void HostLaunch::run_chunk(std::uint32_t task, const ParallelForPayload& pf, std
   }
 }
 
-HostOutcome HostLaunch::run_loop(std::uint32_t task, const LoopPayload& loop) {
+HostOutcome HostLaunch::run_body(std::uint32_t task, const Condition& condition, bool repeat) {
   try {
-    if (program_->loop_bodies[task]->flat.tasks.empty()) {
-      while (loop_holds(task, loop)) {
-      }  // an empty body: nothing to run between the checks
+    if (program_->bodies[task]->flat.tasks.empty()) {
+      // An empty body: nothing to run between the checks.
+      if (repeat) {
+        while (holds(task, condition)) {
+        }
+      } else {
+        holds(task, condition);
+      }
       return HostOutcome::ok;
     }
-    if (!loop_holds(task, loop)) return HostOutcome::ok;
+    if (!holds(task, condition)) return HostOutcome::ok;
   } catch (...) {
-    fail(task, "loop condition");
+    fail(task, "condition");
     return HostOutcome::failed;
   }
-  start_pass(task, loop);
+  start_pass(task, condition, repeat);
   return HostOutcome::deferred;
 }
 
-bool HostLaunch::loop_holds(std::uint32_t task, const LoopPayload& loop) const {
-  return loop.host(arguments_of(program_->flat.tasks[task]).data(loop.condition));
+bool HostLaunch::holds(std::uint32_t task, const Condition& condition) const {
+  return condition.host(arguments_of(program_->flat.tasks[task]).data(condition.functor));
 }
 
-void HostLaunch::start_pass(std::uint32_t task, const LoopPayload& loop) {
+void HostLaunch::start_pass(std::uint32_t task, const Condition& condition, bool repeat) {
   try {
-    const std::shared_ptr<const HostProgram>& body = program_->loop_bodies[task];
+    const std::shared_ptr<const HostProgram>& body = program_->bodies[task];
     const std::shared_ptr<const Plan>& plan = body->plan;
     auto pass = std::make_shared<HostLaunch>(
         body, std::shared_ptr<const ArgumentStore>(plan, &plan->arguments), EventGenerations{},
-        [self = shared_from_this(), task, &loop](std::exception_ptr error) {
-          self->after_pass(task, loop, std::move(error));
+        [self = shared_from_this(), task, &condition, repeat](std::exception_ptr error) {
+          self->after_pass(task, condition, repeat, std::move(error));
         },
         nullptr, nullptr);
     pass->start();
@@ -179,7 +184,7 @@ void HostLaunch::start_pass(std::uint32_t task, const LoopPayload& loop) {
   }
 }
 
-void HostLaunch::after_pass(std::uint32_t task, const LoopPayload& loop,
+void HostLaunch::after_pass(std::uint32_t task, const Condition& condition, bool repeat,
                             std::exception_ptr error) {
   if (error) {
     keep_first_error(std::move(error));
@@ -188,14 +193,14 @@ void HostLaunch::after_pass(std::uint32_t task, const LoopPayload& loop,
   }
   bool again = false;
   try {
-    again = loop_holds(task, loop);
+    again = repeat && holds(task, condition);
   } catch (...) {
-    fail(task, "loop condition");
+    fail(task, "condition");
     resume_after(task, true);
     return;
   }
   if (again) {
-    start_pass(task, loop);
+    start_pass(task, condition, repeat);
   } else {
     resume_after(task, false);
   }

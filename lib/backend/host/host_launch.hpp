@@ -28,7 +28,7 @@ struct HostProgram {
   std::shared_ptr<const Plan> plan;
   FlatPlan flat;
   std::vector<std::string> names;  // per task: how errors, traces and NVTX name it
-  std::vector<std::shared_ptr<const HostProgram>> loop_bodies;  // per task: a loop's body
+  std::vector<std::shared_ptr<const HostProgram>> bodies;  // per task: a body run as it decides
 };
 
 /// The event generations a launch's record and wait commands use, fixed when it is submitted
@@ -77,7 +77,9 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   // For the commands' runs (host_commands.cpp).
   HostOutcome run_parallel_for(std::uint32_t task, const ParallelForPayload& pf,
                                std::size_t count);
-  HostOutcome run_loop(std::uint32_t task, const LoopPayload& loop);
+  /// Runs task `task`'s body while `condition` holds (`repeat`), or once if it holds: each
+  /// pass a launch of its own, the condition evaluated on the host before it.
+  HostOutcome run_body(std::uint32_t task, const Condition& condition, bool repeat);
   void record_event(std::uint32_t task, EventState& event);
   HostOutcome wait_for_event(std::uint32_t task, EventState& event);
   /// Files the exception being handled as the launch's error, naming the task.
@@ -91,11 +93,12 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   HostOutcome execute(std::uint32_t task);
   void run_chunk(std::uint32_t task, const ParallelForPayload& pf, std::size_t begin,
                  std::size_t end);
-  /// Whether loop task `task` runs its body (again); throws what the condition throws.
-  bool loop_holds(std::uint32_t task, const LoopPayload& loop) const;
-  /// Runs the body of loop task `task` once, as a launch of its own; then checks again.
-  void start_pass(std::uint32_t task, const LoopPayload& loop);
-  void after_pass(std::uint32_t task, const LoopPayload& loop, std::exception_ptr error);
+  /// Whether task `task` runs its body (again); throws what the condition throws.
+  bool holds(std::uint32_t task, const Condition& condition) const;
+  /// Runs the body of task `task` once, as a launch of its own; then checks again if `repeat`.
+  void start_pass(std::uint32_t task, const Condition& condition, bool repeat);
+  void after_pass(std::uint32_t task, const Condition& condition, bool repeat,
+                  std::exception_ptr error);
   /// Marks `task` finished; returns one ready child to continue with, posting the others.
   std::uint32_t complete(std::uint32_t task, bool failed);
   void resume_after(std::uint32_t task, bool failed);

@@ -17,14 +17,15 @@
 namespace cmdgraph::detail {
 namespace {
 
-// The host enqueues stream work one command at a time, ahead of the GPU: a loop, whose passes
-// depend on values the GPU computes, needs a CUDA graph's conditional node or the host.
-void refuse_loops(const Plan& plan) {
-  if (const std::optional<std::string> loop = find_command(plan, CommandKind::loop)) {
+// The host enqueues stream work one command at a time, ahead of the GPU: a body whose runs
+// depend on values the GPU computes needs a CUDA graph's conditional node or the host.
+void refuse_device_decided(const Plan& plan) {
+  const auto decided = find_command(plan, [](const KindTraits& t) { return t.device_decided; });
+  if (decided) {
     throw Error(errc::unsupported,
-                "command '" + *loop + "' cannot run on the streams backend: a loop needs a CUDA "
-                "graph (a conditional node) or the host backend",
-                {*loop});
+                "command '" + *decided + "' cannot run on the streams backend: a body run as a "
+                "condition says needs a CUDA graph (a conditional node) or the host backend",
+                {*decided});
   }
 }
 
@@ -105,7 +106,7 @@ class StreamsExecutable final : public CudaExecutable {
 
  private:
   void check_runs(const Plan& plan) const override {
-    refuse_loops(plan);
+    refuse_device_decided(plan);
     CudaExecutable::check_runs(plan);
   }
 
@@ -292,7 +293,7 @@ class StreamsExecutable final : public CudaExecutable {
 std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> plan, Device device,
                                                  const CompileOptions& options,
                                                  ExecutableStats stats) {
-  refuse_loops(*plan);
+  refuse_device_decided(*plan);
   check_runs_on_device(*plan, device.ordinal());
   ArgumentStore args = plan->arguments;
   return std::make_unique<StreamsExecutable>(std::move(plan), device, options.max_streams,
