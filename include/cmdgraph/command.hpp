@@ -30,7 +30,7 @@ struct LaunchConfig {
 /// What a command does.
 enum class CommandKind : unsigned char {
   kernel, parallel_for, copy, fill, host, event_record, event_wait, nested, capture, barrier,
-  loop,
+  loop, if_then,
 };
 const char* to_string(CommandKind kind) noexcept;
 

@@ -144,6 +144,23 @@ class CommandBuffer {
                                    detail::condition_kernel_of<C>()}));
   }
 
+  /// Runs `body` as one command, once if `condition()` is true when the command runs (after its
+  /// parents), not at all otherwise. `condition` is a condition as for loop_while: trivially
+  /// copyable, returning bool, __host__ __device__ under nvcc. On the CUDA graph backend it is a
+  /// conditional IF node whose handle a one-thread kernel sets on the device, so the decision
+  /// never returns to the host; the body then holds what a loop body may hold there. The host
+  /// backend evaluates it on the host; the streams backend refuses it, naming the command.
+  /// Seals `body`.
+  template <class C>
+    requires std::predicate<const C&>
+  Command if_then(const C& condition, CommandBuffer& body) {
+    static_assert(std::is_trivially_copyable_v<C>,
+                  "conditions are copied byte-wise to the device: capture pointers and values, "
+                  "not containers");
+    return Command(add_if(body, {detail::kernel_param(condition), detail::host_condition_of<C>(),
+                                 detail::condition_kernel_of<C>()}));
+  }
+
   /// Calls `f(stream)` at compile time on a capturing CUDA stream, so library calls (cuBLAS,
   /// NCCL, ...) become part of the executable. CUDA devices only.
   template <class F>
@@ -173,6 +190,7 @@ class CommandBuffer {
   detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task);
   detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
   detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec);
+  detail::CommandRef add_if(CommandBuffer& body, const detail::ConditionSpec& spec);
 
   std::shared_ptr<detail::Recording> rec_;
 };

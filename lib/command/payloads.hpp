@@ -110,10 +110,18 @@ struct LoopPayload {
   Condition condition;  // checked before every pass
 };
 
+struct IfPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::if_then, .name = "if_then",
+                                     .dot_shape = "Mdiamond", .runs_device_code = true,
+                                     .device_decided = true};
+  std::shared_ptr<const Recording> body;
+  Condition condition;  // checked once, as the command runs
+};
+
 /// Every kind of command, in CommandKind's order.
 using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, FillPayload,
                              HostPayload, EventRecordPayload, EventWaitPayload, NestedPayload,
-                             CapturePayload, BarrierPayload, LoopPayload>;
+                             CapturePayload, BarrierPayload, LoopPayload, IfPayload>;
 
 /// One recorded command: what it does and its name (its own, or "kind#index").
 struct CommandRecord {

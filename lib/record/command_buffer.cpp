@@ -161,6 +161,19 @@ detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::Co
       body.rec_, {rec.arguments().add(spec.condition), spec.host, spec.device_kernel}});
 }
 
+detail::CommandRef CommandBuffer::add_if(CommandBuffer& body, const detail::ConditionSpec& spec) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (!body.rec_) reject(rec, CommandKind::if_then, "moved-from body", errc::invalid_handle);
+  if (body.rec_ == rec_) reject(rec, CommandKind::if_then, "a command buffer cannot run itself");
+  const Recording::ReadGuard reading(*body.rec_);
+  rec.require_nestable(CommandKind::if_then, *body.rec_);
+  body.rec_->seal();
+  return rec.add(detail::IfPayload{
+      body.rec_, {rec.arguments().add(spec.condition), spec.host, spec.device_kernel}});
+}
+
 Command CommandBuffer::barrier() {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);

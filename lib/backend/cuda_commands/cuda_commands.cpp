@@ -72,6 +72,7 @@ class Check {
   void operator()(const CapturePayload&) const {}
   void operator()(const BarrierPayload&) const {}
   void operator()(const LoopPayload& p) const { conditional(p.condition); }
+  void operator()(const IfPayload& p) const { conditional(p.condition); }
 
   /// Checks every command of `plan` where `within` says it sits.
   static void all(const Plan& plan, const Plan& root, int device, Within within) {
@@ -244,6 +245,9 @@ struct GraphForm {
   cudaGraphNode_t operator()(const LoopPayload& p) const {
     return site.conditional(cudaGraphCondTypeWhile, p.condition);
   }
+  cudaGraphNode_t operator()(const IfPayload& p) const {
+    return site.conditional(cudaGraphCondTypeIf, p.condition);
+  }
 };
 
 // ---- Stream operations ----
@@ -289,6 +293,7 @@ struct StreamForm {
   }
   void operator()(const BarrierPayload&) const {}  // ordering only
   void operator()(const LoopPayload&) const {}     // device-decided: refused by streams
+  void operator()(const IfPayload&) const {}       // device-decided: refused by streams
 };
 
 }  // namespace

@@ -58,6 +58,7 @@ struct Refuse {
   }
   HostRefusal operator()(const BarrierPayload&) const { return {}; }
   HostRefusal operator()(const LoopPayload& p) const { return condition(p.condition); }
+  HostRefusal operator()(const IfPayload& p) const { return condition(p.condition); }
   static HostRefusal condition(const Condition& c) {
     if (c.host) return {};
     return {errc::unsupported, "its condition has no host version (__device__ only)"};
@@ -105,6 +106,9 @@ struct Run {
   HostOutcome operator()(const BarrierPayload&) const { return HostOutcome::ok; }
   HostOutcome operator()(const LoopPayload& p) const {
     return launch.run_body(task, p.condition, true);
+  }
+  HostOutcome operator()(const IfPayload& p) const {
+    return launch.run_body(task, p.condition, false);
   }
 };
 
