@@ -1,6 +1,7 @@
 // FenceState in both modes, and the public Fence over it.
 #include "sync/fence_state.hpp"
 
+#include "sync/deadline.hpp"
 #include "sync/watcher.hpp"
 #include "sync/poll.hpp"
 #include "sync/queue_state.hpp"
@@ -54,10 +55,10 @@ void FenceState::wait() {
 }
 
 bool FenceState::wait_for(std::chrono::nanoseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = deadline_after(timeout);
   if (device_) return poll_until(deadline, [&] { return done(); });
   std::unique_lock lock(mutex_);
-  return cv_.wait_until(lock, deadline, [&] { return done_; });
+  return wait_until_deadline(cv_, lock, deadline, [&] { return done_; });
 }
 
 std::exception_ptr FenceState::error() {

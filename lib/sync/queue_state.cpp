@@ -1,6 +1,7 @@
 // QueueState's host lane, and the public Queue.
 #include "sync/queue_state.hpp"
 
+#include "sync/deadline.hpp"
 #include "sync/event_state.hpp"
 #include "sync/fence_state.hpp"
 #include "sync/semaphore_state.hpp"
@@ -271,9 +272,10 @@ void QueueState::wait() {
 }
 
 bool QueueState::wait_for(std::chrono::nanoseconds timeout) {
+  const auto deadline = deadline_after(timeout);
 #if CMDGRAPH_HAVE_CUDA
   if (stream_) {
-    const bool idle = poll_until(std::chrono::steady_clock::now() + timeout, [&] {
+    const bool idle = poll_until(deadline, [&] {
       return cuda::try_call([&] { return cudaStreamQuery(stream_.get()); }) != cudaErrorNotReady;
     });
     if (!idle) return false;
@@ -282,7 +284,7 @@ bool QueueState::wait_for(std::chrono::nanoseconds timeout) {
   }
 #endif
   std::unique_lock lock(mutex_);
-  if (!idle_.wait_for(lock, timeout, [&] { return !running_; })) return false;
+  if (!wait_until_deadline(idle_, lock, deadline, [&] { return !running_; })) return false;
   rethrow_pending_error(lock);
   return true;
 }

@@ -8,6 +8,7 @@
 // promise.
 #include "sync/semaphore_state.hpp"
 
+#include "sync/deadline.hpp"
 #include "sync/poll.hpp"
 #include "sync/watcher.hpp"
 
@@ -100,12 +101,7 @@ bool SemaphoreState::wait_until(std::uint64_t value,
   if (!pinned_) {
     // Only the host writes it: a condition variable suffices.
     std::unique_lock lock(mutex_);
-    auto reached = [&] { return this->value() >= value; };
-    if (deadline == std::chrono::steady_clock::time_point::max()) {
-      changed_.wait(lock, reached);
-      return true;
-    }
-    return changed_.wait_until(lock, deadline, reached);
+    return wait_until_deadline(changed_, lock, deadline, [&] { return this->value() >= value; });
   }
   // A device may write it without telling anyone: poll with back-off.
   return poll_until(deadline, [&] { return this->value() >= value; });
@@ -147,7 +143,7 @@ detail::SemaphoreState& checked(const std::shared_ptr<detail::SemaphoreState>& s
 std::uint64_t TimelineSemaphore::value() const { return checked(state_).value(); }
 void TimelineSemaphore::signal(std::uint64_t value) { checked(state_).signal(value); }
 bool TimelineSemaphore::wait(std::uint64_t value, std::chrono::nanoseconds timeout) const {
-  return checked(state_).wait_until(value, std::chrono::steady_clock::now() + timeout);
+  return checked(state_).wait_until(value, detail::deadline_after(timeout));
 }
 void TimelineSemaphore::wait(std::uint64_t value) const {
   checked(state_).wait_until(value, std::chrono::steady_clock::time_point::max());
