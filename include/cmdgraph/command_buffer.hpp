@@ -107,7 +107,12 @@ class CommandBuffer {
   }
 
   /// Runs `f()` on the host. On CUDA backends it runs on CUDA's callback thread and must not
-  /// call CUDA. An exception from it is rethrown from the launch's wait, naming this command.
+  /// call CUDA, nor wait for cmdgraph work (that thread is CUDA's). On the host backend it runs
+  /// on cmdgraph's thread pool and may wait for other cmdgraph work (fences, queues, events,
+  /// timeline semaphores): the pool runs the work queued behind such a wait on a spare thread
+  /// (see Fence). Blocking of its own (a mutex, a sleep, a std::future) is invisible to the
+  /// pool and holds one of its threads, which every host executable shares: keep it short.
+  /// An exception from it is rethrown from the launch's wait, naming this command.
   template <class F>
     requires std::invocable<std::decay_t<F>&>
   Command host(F&& f) {

@@ -1,5 +1,6 @@
 // The public Event: readiness, waits and timing on either kind of device.
 #include "sync/event_state.hpp"
+#include "sync/thread_pool.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/event.hpp>
@@ -42,6 +43,7 @@ void Event::wait() const {
   detail::EventState& e = checked(state_);
 #if CMDGRAPH_HAVE_CUDA
   if (e.device().is_cuda()) {
+    const detail::BlockingWait blocking;
     CMDGRAPH_CUDA(detail::cuda::no_command, cudaEventSynchronize, e.native());
     return;
   }

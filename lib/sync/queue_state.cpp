@@ -62,6 +62,7 @@ QueueState::QueueState(Device device, int native_priority)
 }
 
 QueueState::~QueueState() {
+  const BlockingWait blocking(false);
   synchronize_quietly();
 #if CMDGRAPH_HAVE_CUDA
   // Fences still held learn that their work is done; errors stay with their fences.
@@ -258,6 +259,7 @@ void QueueState::rethrow_pending_error(std::unique_lock<std::mutex>& lock) {
 }
 
 void QueueState::wait() {
+  const BlockingWait blocking;
 #if CMDGRAPH_HAVE_CUDA
   if (stream_) {
     const cudaError_t status = cuda::try_call([&] { return cudaStreamSynchronize(stream_.get()); });
@@ -273,6 +275,7 @@ void QueueState::wait() {
 
 bool QueueState::wait_for(std::chrono::nanoseconds timeout) {
   const auto deadline = deadline_after(timeout);
+  const BlockingWait blocking;
 #if CMDGRAPH_HAVE_CUDA
   if (stream_) {
     const bool idle = poll_until(deadline, [&] {

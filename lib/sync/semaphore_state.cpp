@@ -10,6 +10,7 @@
 
 #include "sync/deadline.hpp"
 #include "sync/poll.hpp"
+#include "sync/thread_pool.hpp"
 #include "sync/watcher.hpp"
 
 #include <cmdgraph/device.hpp>
@@ -98,6 +99,9 @@ void SemaphoreState::wake(std::uint64_t value) {
 
 bool SemaphoreState::wait_until(std::uint64_t value,
                                 std::chrono::steady_clock::time_point deadline) {
+  if (this->value() >= value) return true;
+  if (deadline <= std::chrono::steady_clock::now()) return false;
+  const BlockingWait blocking;
   if (!pinned_) {
     // Only the host writes it: a condition variable suffices.
     std::unique_lock lock(mutex_);
