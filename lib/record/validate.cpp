@@ -5,11 +5,13 @@ namespace cmdgraph::detail {
 namespace {
 
 std::string problem_with(const MemoryRange& r, const char* role) {
-  if (r.bytes == 0) return std::string("zero-size ") + role;
+  if (r.count == 0) return std::string("zero-size ") + role;
   if (r.data == nullptr) return std::string("null ") + role;
-  if (r.bytes > r.capacity) {
-    return std::string(role) + " holds " + std::to_string(r.capacity) +
-           " bytes, the command needs " + std::to_string(r.bytes);
+  // In elements: count * element_size may overflow, capacity / element_size cannot.
+  const std::size_t holds = r.capacity / r.element_size;
+  if (r.count > holds) {
+    return std::string(role) + " holds " + std::to_string(holds) + " elements (" +
+           std::to_string(r.capacity) + " bytes), the command needs " + std::to_string(r.count);
   }
   return {};
 }

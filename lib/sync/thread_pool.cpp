@@ -15,6 +15,7 @@ thread_local ThreadPool* current_pool = nullptr;  // the pool whose worker this 
 
 ThreadPool::ThreadPool(std::size_t threads, std::size_t max_threads)
     : core_(std::max<std::size_t>(threads, 1)), max_(std::max(max_threads, core_)) {
+  std::lock_guard lock(mutex_);  // the first workers read workers_ while the others start
   workers_.reserve(core_);
   for (std::size_t i = 0; i < core_; ++i) workers_.emplace_back([this] { work_loop(); });
 }

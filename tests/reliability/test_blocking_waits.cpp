@@ -150,12 +150,12 @@ TEST_CASE("reliability.host_task_waits_on_another_host_launch" * doctest::timeou
 
 // The pool grows only so far: a wait that would need a thread beyond the bound says so.
 TEST_CASE("reliability.pool_thread_bound_is_a_clear_error" * doctest::timeout(120)) {
-  detail::ThreadPool pool(1, 2);
   std::promise<void> release_a, release_b;
   std::shared_future<void> a_released = release_a.get_future().share();
   std::shared_future<void> b_may_wait = release_b.get_future().share();
   std::atomic<bool> a_blocked{false}, c_ran{false};
   std::promise<std::string> b_error;
+  detail::ThreadPool pool(1, 2);  // destroyed first: its threads use what is above
   pool.post([&] {
     const detail::BlockingWait blocking;
     a_blocked = true;
