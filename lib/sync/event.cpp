@@ -23,6 +23,17 @@ detail::EventState& checked(const std::shared_ptr<detail::EventState>& state) {
   if (!state) throw Error(errc::invalid_handle, "a moved-from event was used");
   return *state;
 }
+// elapsed() from a later event to an earlier one is a mistake in the caller's order.
+std::chrono::duration<double, std::milli> backwards_checked(
+    std::chrono::duration<double, std::milli> elapsed) {
+  if (elapsed.count() < 0) {
+    throw Error(errc::invalid_argument,
+                "Event::elapsed(start, stop): stop was reached before start (by " +
+                    std::to_string(-elapsed.count()) + " ms); swap the arguments");
+  }
+  return elapsed;
+}
+
 }  // namespace
 
 bool Event::ready() const {
@@ -41,6 +52,10 @@ bool Event::ready() const {
 
 void Event::wait() const {
   detail::EventState& e = checked(state_);
+  if (!e.ever_recorded()) {
+    throw Error(errc::wrong_state, "Event::wait: the event was never recorded, so nothing could "
+                                   "ever make it ready");
+  }
 #if CMDGRAPH_HAVE_CUDA
   if (e.device().is_cuda()) {
     const detail::BlockingWait blocking;
@@ -73,11 +88,11 @@ std::chrono::duration<double, std::milli> Event::elapsed(const Event& start, con
   if (a.device().is_cuda()) {
     float ms = 0;
     CMDGRAPH_CUDA(detail::cuda::no_command, cudaEventElapsedTime, &ms, a.native(), b.native());
-    return std::chrono::duration<double, std::milli>(ms);
+    return backwards_checked(std::chrono::duration<double, std::milli>(ms));
   }
 #endif
   start.wait();
-  return b.finished_at() - a.finished_at();
+  return backwards_checked(b.finished_at() - a.finished_at());
 }
 
 }  // namespace cmdgraph

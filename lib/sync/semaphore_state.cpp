@@ -48,6 +48,12 @@ void SemaphoreState::signal(std::uint64_t value) {
                                               std::to_string(value) + ", below its value " +
                                               std::to_string(now));
     }
+    if (value < reserved_) {
+      throw Error(errc::invalid_argument,
+                  "timeline semaphore signalled from the host with " + std::to_string(value) +
+                      ", below the " + std::to_string(reserved_) +
+                      " a submission already signals; values must grow");
+    }
     reserved_ = std::max(reserved_, value);
     std::atomic_ref<std::uint64_t>(*value_).store(value, std::memory_order_release);
   }

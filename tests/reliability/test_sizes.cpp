@@ -23,12 +23,14 @@ TEST_CASE("reliability.copy_count_overflow_refused") {
   CommandBuffer cmd("sizes");
   cmd.host([] {});
   // (SIZE_MAX/4 + 2) * 4 wraps to 4 bytes: one element.
-  const auto e = CMDGRAPH_EXPECT_ERROR(cmd.copy(dst, src, size_max / 4 + 2), errc::invalid_argument);
+  const auto e =
+      CMDGRAPH_EXPECT_ERROR(cmd.copy(dst, src, size_max / 4 + 2), errc::invalid_argument);
   REQUIRE(e);
   CHECK(mentions(*e, "copy#1"));
   CHECK(e->commands() == std::vector<std::string>{"copy#1"});
   CHECK(cmd.size() == 1);
-  const auto f = CMDGRAPH_EXPECT_ERROR(cmd.fill(dst, 1.0f, size_max / 4 + 2), errc::invalid_argument);
+  const auto f =
+      CMDGRAPH_EXPECT_ERROR(cmd.fill(dst, 1.0f, size_max / 4 + 2), errc::invalid_argument);
   REQUIRE(f);
   CHECK(mentions(*f, "fill#1"));
   CHECK(cmd.size() == 1);
