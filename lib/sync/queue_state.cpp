@@ -259,9 +259,9 @@ void QueueState::rethrow_pending_error(std::unique_lock<std::mutex>& lock) {
 }
 
 void QueueState::wait() {
-  const BlockingWait blocking;
 #if CMDGRAPH_HAVE_CUDA
   if (stream_) {
+    const BlockingWait blocking;
     const cudaError_t status = cuda::try_call([&] { return cudaStreamSynchronize(stream_.get()); });
     if (auto e = take_device_error(status)) std::rethrow_exception(e);
     if (status != cudaSuccess) cuda::fail(status, "cudaStreamSynchronize", cuda::no_command);
@@ -269,15 +269,20 @@ void QueueState::wait() {
   }
 #endif
   std::unique_lock lock(mutex_);
-  idle_.wait(lock, [&] { return !running_; });
+  if (running_) {
+    lock.unlock();
+    const BlockingWait blocking;
+    lock.lock();
+    idle_.wait(lock, [&] { return !running_; });
+  }
   rethrow_pending_error(lock);
 }
 
 bool QueueState::wait_for(std::chrono::nanoseconds timeout) {
   const auto deadline = deadline_after(timeout);
-  const BlockingWait blocking;
 #if CMDGRAPH_HAVE_CUDA
   if (stream_) {
+    const BlockingWait blocking;
     const bool idle = poll_until(deadline, [&] {
       return cuda::try_call([&] { return cudaStreamQuery(stream_.get()); }) != cudaErrorNotReady;
     });
@@ -287,7 +292,13 @@ bool QueueState::wait_for(std::chrono::nanoseconds timeout) {
   }
 #endif
   std::unique_lock lock(mutex_);
-  if (!wait_until_deadline(idle_, lock, deadline, [&] { return !running_; })) return false;
+  if (running_) {
+    if (timeout <= std::chrono::nanoseconds::zero()) return false;
+    lock.unlock();
+    const BlockingWait blocking;
+    lock.lock();
+    if (!wait_until_deadline(idle_, lock, deadline, [&] { return !running_; })) return false;
+  }
   rethrow_pending_error(lock);
   return true;
 }
