@@ -24,6 +24,7 @@ void takes_float(float) {}
 void takes_unsigned(unsigned) {}
 void takes_byte(std::uint8_t) {}
 void takes_double_and_int(double, int) {}
+void takes_nothing() {}
 
 template <class P, class A>
 constexpr bool launch_compiles =
@@ -104,7 +105,8 @@ TEST_CASE("reliability.out_of_range_kernel_arguments_refused") {
   cmd.launch(takes_byte, cfg, 255);
   cmd.launch(takes_int, cfg, -5L);
   cmd.launch(takes_double_and_int, cfg, 1.0f, 'a');
-  CHECK(cmd.size() == 6);
+  cmd.launch(takes_nothing, cfg);
+  CHECK(cmd.size() == 7);
 }
 
 TEST_CASE("reliability.out_of_range_fill_values_refused") {

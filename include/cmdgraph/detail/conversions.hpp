@@ -97,17 +97,21 @@ struct Misfit {
 /// The first of `args` that does not fit its parameter type P, numbered from 1.
 template <class... P, class... A>
 std::optional<Misfit> first_misfit(const A&... args) {
-  std::optional<Misfit> found;
-  std::size_t index = 0;
-  auto check = [&]<class To, class From>(const From& arg) {
-    ++index;
-    if (!found && !fits<To>(arg)) {
-      found = Misfit{"argument " + std::to_string(index) + " (" + value_text(arg) + ")",
-                     type_name<To>()};
-    }
-  };
-  (check.template operator()<P>(args), ...);
-  return found;
+  if constexpr (sizeof...(P) == 0) {
+    return std::nullopt;
+  } else {
+    std::optional<Misfit> found;
+    std::size_t index = 0;
+    auto check = [&]<class To, class From>(const From& arg) {
+      ++index;
+      if (!found && !fits<To>(arg)) {
+        found = Misfit{"argument " + std::to_string(index) + " (" + value_text(arg) + ")",
+                       type_name<To>()};
+      }
+    };
+    (check.template operator()<P>(args), ...);
+    return found;
+  }
 }
 
 /// A fill value that does not fit the element type T.
