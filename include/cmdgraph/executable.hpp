@@ -182,7 +182,7 @@ class Executable {
   void update_fill(detail::CommandRef command, const detail::FillSpec& spec);
   /// Throws Error(invalid_argument) naming `command` (or the handle error locating it).
   [[noreturn]] void reject_value(detail::CommandRef command, CommandKind kind,
-                           const detail::Misfit& misfit);
+                                 const detail::Misfit& misfit);
   std::unique_ptr<detail::ExecutableImpl> impl_;
 };
 

@@ -16,8 +16,9 @@ namespace cmdgraph::detail {
 /// An argument of type A may be passed for a parameter of type P: A converts to P, and not
 /// from floating point to an integer (3.9 -> 3 would drop the fraction without a word).
 template <class A, class P>
-concept converts_to = std::is_convertible_v<A, P> &&
-                      !(std::is_floating_point_v<std::remove_cvref_t<A>> && std::is_integral_v<P>);
+concept converts_to =
+    std::is_convertible_v<A, P> &&
+    !(std::is_floating_point_v<std::remove_cvref_t<A>> && std::is_integral_v<P>);
 
 /// True when `value` converted to To keeps its value's magnitude: integers within To's range,
 /// finite floating-point values within To's finite range (infinities and NaN stay what they
@@ -43,7 +44,8 @@ bool fits(const From& value) noexcept {
     if (!std::isfinite(value)) return std::is_floating_point_v<To>;
     const long double v = value;
     if constexpr (std::is_integral_v<To>) {  // only fill values reach here, whole ones only
-      return v == std::trunc(v) && v >= static_cast<long double>(std::numeric_limits<To>::min()) &&
+      return v == std::trunc(v) &&
+             v >= static_cast<long double>(std::numeric_limits<To>::min()) &&
              v <= static_cast<long double>(std::numeric_limits<To>::max());
     } else {
       return std::fabs(v) <= static_cast<long double>(std::numeric_limits<To>::max());
