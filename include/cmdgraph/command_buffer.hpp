@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmdgraph/command.hpp>
+#include <cmdgraph/detail/conversions.hpp>
 #include <cmdgraph/detail/parallel_for.hpp>
 #include <cmdgraph/detail/specs.hpp>
 #include <cmdgraph/detail/views.hpp>
@@ -69,13 +70,19 @@ class CommandBuffer {
   /// Starts an empty recording; handles from before become stale.
   void reset();
 
-  /// Launches `kernel` with `args` converted to its parameter types (a wrong argument list
-  /// does not compile). The converted arguments are copied into the recording.
+  /// Launches `kernel` with `args` converted to its parameter types. The converted arguments
+  /// are copied into the recording. A wrong argument list does not compile, nor does a
+  /// floating-point argument for an integer parameter; an arithmetic value its parameter
+  /// cannot hold (-1 for unsigned, 1e40 for float, 300 for uint8_t) throws
+  /// Error(invalid_argument) naming the command. Doubles for float parameters (2.0) are fine.
   template <class... P, class... A>
-    requires(sizeof...(P) == sizeof...(A) && (std::is_convertible_v<A, P> && ...))
+    requires(sizeof...(P) == sizeof...(A) && (detail::converts_to<A, P> && ...))
   KernelCommand<P...> launch(void (*kernel)(P...), const LaunchConfig& config, A&&... args) {
     static_assert((std::is_trivially_copyable_v<P> && ...),
                   "kernel parameters must be trivially copyable");
+    if (auto misfit = detail::first_misfit<P...>(args...)) {
+      reject_value(CommandKind::kernel, *misfit);
+    }
     const std::tuple<P...> values(static_cast<P>(std::forward<A>(args))...);
     detail::KernelParam params[sizeof...(P) + 1] = {};
     detail::fill_params(values, params, std::index_sequence_for<P...>{});
@@ -102,14 +109,22 @@ class CommandBuffer {
     return CopyCommand<detail::element_of<Dst>>(add_copy(detail::copy_spec(dst, src, count)));
   }
 
-  /// Sets `count` elements of `dst` to `value`; the element must be 1, 2 or 4 bytes.
+  /// Sets `count` elements of `dst` to `value`; the element must be 1, 2 or 4 bytes. A value
+  /// the element type cannot hold (300 for uint8_t) throws Error(invalid_argument).
   template <class Dst, class V>
   FillCommand<detail::element_of<Dst>> fill(const Dst& dst, const V& value, std::size_t count) {
-    return FillCommand<detail::element_of<Dst>>(add_fill(detail::fill_spec(dst, value, count)));
+    using T = detail::element_of<Dst>;
+    if (auto misfit = detail::fill_misfit<T>(value)) reject_value(CommandKind::fill, *misfit);
+    return FillCommand<T>(add_fill(detail::fill_spec(dst, value, count)));
   }
 
   /// Runs `f()` on the host. On CUDA backends it runs on CUDA's callback thread and must not
-  /// call CUDA. An exception from it is rethrown from the launch's wait, naming this command.
+  /// call CUDA, nor wait for cmdgraph work (that thread is CUDA's). On the host backend it runs
+  /// on cmdgraph's thread pool and may wait for other cmdgraph work (fences, queues, events,
+  /// timeline semaphores): the pool runs the work queued behind such a wait on a spare thread
+  /// (see Fence). Blocking of its own (a mutex, a sleep, a std::future) is invisible to the
+  /// pool and holds one of its threads, which every host executable shares: keep it short.
+  /// An exception from it is rethrown from the launch's wait, naming this command.
   template <class F>
     requires std::invocable<std::decay_t<F>&>
   Command host(F&& f) {
@@ -191,6 +206,8 @@ class CommandBuffer {
   detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
   detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec);
   detail::CommandRef add_if(CommandBuffer& body, const detail::ConditionSpec& spec);
+  /// Throws Error(invalid_argument) naming the command of `kind` about to be recorded.
+  [[noreturn]] void reject_value(CommandKind kind, const detail::Misfit& misfit) const;
 
   std::shared_ptr<detail::Recording> rec_;
 };

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmdgraph/command.hpp>
+#include <cmdgraph/detail/conversions.hpp>
 #include <cmdgraph/detail/specs.hpp>
 #include <cmdgraph/detail/views.hpp>
 #include <cmdgraph/device.hpp>
@@ -124,10 +125,14 @@ class Executable {
   // this executable was compiled from (or last updated with); commands of executed
   // (secondary) buffers keep their recorded values.
 
-  /// New arguments for a kernel launch, converted as launch() converted them.
+  /// New arguments for a kernel launch, converted and checked as launch() converted and
+  /// checked them (a value its parameter cannot hold throws Error(invalid_argument)).
   template <class... P, class... A>
-    requires(sizeof...(P) == sizeof...(A) && (std::is_convertible_v<A, P> && ...))
+    requires(sizeof...(P) == sizeof...(A) && (detail::converts_to<A, P> && ...))
   void update(const KernelCommand<P...>& command, A&&... args) {
+    if (auto misfit = detail::first_misfit<P...>(args...)) {
+      reject_value(command.ref(), CommandKind::kernel, *misfit);
+    }
     const std::tuple<P...> values(static_cast<P>(std::forward<A>(args))...);
     detail::KernelParam params[sizeof...(P) + 1] = {};
     detail::fill_params(values, params, std::index_sequence_for<P...>{});
@@ -153,10 +158,13 @@ class Executable {
     static_assert(std::is_same_v<detail::element_of<Dst>, T>, "copy element type changed");
     update_copy(command.ref(), detail::copy_spec(dst, src, count));
   }
-  /// New destination, value and count for a fill.
+  /// New destination, value and count for a fill (the value checked as fill() checks it).
   template <class T, class Dst, class V>
   void update(const FillCommand<T>& command, const Dst& dst, const V& value, std::size_t count) {
     static_assert(std::is_same_v<detail::element_of<Dst>, T>, "fill element type changed");
+    if (auto misfit = detail::fill_misfit<T>(value)) {
+      reject_value(command.ref(), CommandKind::fill, *misfit);
+    }
     update_fill(command.ref(), detail::fill_spec(dst, value, count));
   }
   /// Takes every value of `rerecorded`, a new recording of the same structure (same commands
@@ -178,6 +186,9 @@ class Executable {
                            const std::size_t* count);
   void update_copy(detail::CommandRef command, const detail::CopySpec& spec);
   void update_fill(detail::CommandRef command, const detail::FillSpec& spec);
+  /// Throws Error(invalid_argument) naming `command` (or the handle error locating it).
+  [[noreturn]] void reject_value(detail::CommandRef command, CommandKind kind,
+                                 const detail::Misfit& misfit);
   std::unique_ptr<detail::ExecutableImpl> impl_;
 };
 

@@ -21,6 +21,15 @@ struct Access;
 /// Signalled when the work it was returned for has finished. Copies observe the same work.
 /// A default-constructed Fence is already signalled. Every wait rethrows the work's error
 /// (a failed host task, a CUDA fault) as cmdgraph::Error naming the command.
+///
+/// Waiting on cmdgraph's own threads: a cmdgraph wait (Fence, Queue, Event, TimelineSemaphore)
+/// made inside a then() callback, a coroutine resumed by co_await, or a host task of the host
+/// backend marks its thread blocked, and cmdgraph runs the work queued behind it on a spare
+/// thread, so such a wait never deadlocks cmdgraph. Spares retire once idle; a pool starts at
+/// most 256 threads, and a wait that would need one more throws Error(out_of_memory) instead
+/// of hanging. Blocking of your own there (a mutex, a sleep, a std::future, a condition
+/// variable) is invisible to cmdgraph: it holds the thread, and the work queued behind it
+/// waits; keep it short, or wait through cmdgraph.
 class Fence {
  public:
   Fence() = default;
@@ -35,6 +44,8 @@ class Fence {
 
   /// Runs `callback` once the work finished, on cmdgraph's callback thread (never on CUDA's
   /// own callback thread, so it may call CUDA and cmdgraph, wait on other fences, launch).
+  /// Callbacks run one at a time in the order their work finished, except that while one
+  /// waits in a cmdgraph wait the next ones run on a spare thread (see above).
   /// `callback` takes the work's error (null on success) or nothing. Returns a fence that
   /// signals after the callback returned: with the callback's exception if it threw, else
   /// with the work's error.

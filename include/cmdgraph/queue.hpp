@@ -73,9 +73,13 @@ class Queue {
 /// owns its queues.
 class QueuePool {
  public:
+  /// The most queues per priority a pool holds.
+  static constexpr std::size_t max_queues_per_priority = 256;
+  /// Throws Error(invalid_argument) unless 1 <= queues_per_priority <= max_queues_per_priority.
   explicit QueuePool(Device device = Device::best(), std::size_t queues_per_priority = 2);
 
-  /// The next queue of `priority`, round-robin. Valid while the pool lives.
+  /// The next queue of `priority`, round-robin. Valid while the pool lives. Throws
+  /// Error(invalid_argument) for a value that is not a Priority enumerator.
   Queue& acquire(Priority priority);
   std::size_t queues_per_priority() const noexcept { return per_priority_; }
   Device device() const noexcept { return device_; }

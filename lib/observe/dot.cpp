@@ -1,6 +1,8 @@
 // plan_dot: one node per command, edges after reduction, decorations from lanes and timings.
 #include "observe/dot.hpp"
 
+#include "observe/utf8.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -9,11 +11,26 @@
 namespace cmdgraph::detail {
 namespace {
 
-std::string escaped(const std::string& s) {
+// A DOT string's contents: UTF-8 (invalid bytes replaced), quotes and backslashes escaped,
+// newlines as DOT's line break, other control characters (NUL included) written visibly as
+// \xNN, since a DOT file cannot hold them.
+std::string escaped(const std::string& raw) {
+  const std::string s = valid_utf8(raw);
   std::string out;
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
   }
   return out;
 }

@@ -174,6 +174,14 @@ detail::CommandRef CommandBuffer::add_if(CommandBuffer& body, const detail::Cond
       body.rec_, {rec.arguments().add(spec.condition), spec.host, spec.device_kernel}});
 }
 
+void CommandBuffer::reject_value(CommandKind kind, const detail::Misfit& misfit) const {
+  const Recording& rec = open(rec_);
+  cmdgraph::reject(rec, kind, misfit.what + " does not fit " +
+                                  (kind == CommandKind::fill ? "the element type, "
+                                                             : "the parameter's type, ") +
+                                  misfit.type);
+}
+
 Command CommandBuffer::barrier() {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);

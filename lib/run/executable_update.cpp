@@ -106,6 +106,20 @@ void Executable::update_fill(detail::CommandRef command, const detail::FillSpec&
   exe.apply_update(c);
 }
 
+void Executable::reject_value(detail::CommandRef command, CommandKind kind,
+                              const detail::Misfit& misfit) {
+  ExecutableImpl& exe = impl();
+  const std::uint32_t c = kind == CommandKind::fill
+                              ? locate<detail::FillPayload>(exe, command).first
+                              : locate<detail::KernelPayload>(exe, command).first;
+  const std::string name = exe.plan().name(c);
+  throw Error(errc::invalid_argument,
+              "update of command '" + name + "': " + misfit.what + " does not fit " +
+                  (kind == CommandKind::fill ? "the element type, " : "the parameter's type, ") +
+                  misfit.type,
+              {name});
+}
+
 UpdateResult Executable::update(CommandBuffer& rerecorded, const UpdateOptions& options) {
   ExecutableImpl& exe = impl();
   const ExecutableImpl::Updating updating(exe);

@@ -26,6 +26,7 @@ void Executable::write_dot(const std::string& path, const DotOptions& options) c
       detail::plan_dot(exe.plan(), exe.command_lanes(), profile ? &*profile : nullptr, options);
   std::ofstream f(path, std::ios::binary);
   f << dot;
+  f.close();  // buffered bytes reach the file here: a full disk shows only now
   if (!f) throw Error(errc::invalid_argument, "could not write '" + path + "'");
 }
 

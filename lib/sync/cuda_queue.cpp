@@ -5,10 +5,12 @@
 #include "cuda/driver.hpp"
 #include "cuda/runtime.hpp"
 #include "cuda/stream_ops.hpp"
+#include "sync/deadline.hpp"
 #include "sync/event_state.hpp"
 #include "sync/fence_state.hpp"
 #include "sync/poll.hpp"
 #include "sync/semaphore_state.hpp"
+#include "sync/thread_pool.hpp"
 
 #include <cmdgraph/error.hpp>
 
@@ -39,6 +41,7 @@ CudaQueue::CudaQueue(Device device, int native_priority)
       stream_(cuda::create_stream(device.ordinal(), this->native_priority())) {}
 
 CudaQueue::~CudaQueue() {
+  const BlockingWait blocking(false);
   synchronize_quietly();
   // Fences still held learn that their work is done; errors stay with their fences.
   if (pending_) pending_->device()->mark_finished(cudaSuccess);
@@ -160,13 +163,16 @@ std::exception_ptr CudaQueue::take_device_error(int status) {
 }
 
 void CudaQueue::wait() {
+  const BlockingWait blocking;
   const cudaError_t status = cuda::synchronize_stream(stream());
   if (auto e = take_device_error(status)) std::rethrow_exception(e);
   if (status != cudaSuccess) cuda::fail(status, "cudaStreamSynchronize", cuda::no_command);
 }
 
 bool CudaQueue::wait_for(std::chrono::nanoseconds timeout) {
-  const bool idle = poll_until(std::chrono::steady_clock::now() + timeout, [&] {
+  const auto deadline = deadline_after(timeout);
+  const BlockingWait blocking;
+  const bool idle = poll_until(deadline, [&] {
     return cuda::query_stream(stream()) != cudaErrorNotReady;
   });
   if (!idle) return false;

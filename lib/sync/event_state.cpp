@@ -1,6 +1,8 @@
 // EventState's host generations and CUDA handle.
 #include "sync/event_state.hpp"
 
+#include "sync/thread_pool.hpp"
+
 #if CMDGRAPH_HAVE_CUDA
 #include "cuda/stream_ops.hpp"
 #endif
@@ -72,6 +74,8 @@ bool EventState::finished(std::uint64_t target) const {
 }
 
 void EventState::wait_finished(std::uint64_t target) {
+  if (finished(target)) return;
+  const BlockingWait blocking;
   std::unique_lock lock(mutex_);
   finished_cv_.wait(lock, [&] { return finished_ >= target; });
 }

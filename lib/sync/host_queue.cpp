@@ -1,6 +1,7 @@
 // HostQueue: jobs in submission order on the host pool; events of both kinds of device.
 #include "sync/host_queue.hpp"
 
+#include "sync/deadline.hpp"
 #include "sync/event_state.hpp"
 #include "sync/thread_pool.hpp"
 #include "sync/watcher.hpp"
@@ -12,6 +13,7 @@
 namespace cmdgraph::detail {
 
 HostQueue::~HostQueue() {
+  const BlockingWait blocking(false);
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [&] { return !running_; });
 }
@@ -98,13 +100,25 @@ void HostQueue::rethrow_pending_error(std::unique_lock<std::mutex>& lock) {
 
 void HostQueue::wait() {
   std::unique_lock lock(mutex_);
-  idle_.wait(lock, [&] { return !running_; });
+  if (running_) {
+    lock.unlock();
+    const BlockingWait blocking;
+    lock.lock();
+    idle_.wait(lock, [&] { return !running_; });
+  }
   rethrow_pending_error(lock);
 }
 
 bool HostQueue::wait_for(std::chrono::nanoseconds timeout) {
+  const auto deadline = deadline_after(timeout);
   std::unique_lock lock(mutex_);
-  if (!idle_.wait_for(lock, timeout, [&] { return !running_; })) return false;
+  if (running_) {
+    if (timeout <= std::chrono::nanoseconds::zero()) return false;
+    lock.unlock();
+    const BlockingWait blocking;
+    lock.lock();
+    if (!wait_until_deadline(idle_, lock, deadline, [&] { return !running_; })) return false;
+  }
   rethrow_pending_error(lock);
   return true;
 }

@@ -8,6 +8,8 @@
 #include <cmdgraph/executable.hpp>
 #include <cmdgraph/queue.hpp>
 
+#include <string>
+
 namespace cmdgraph {
 
 Queue::Queue(Device device, Priority priority) : state_(detail::make_queue(device, priority)) {}
@@ -49,8 +51,10 @@ void Queue::record(Event& event) {
 
 QueuePool::QueuePool(Device device, std::size_t queues_per_priority)
     : device_(device), per_priority_(queues_per_priority) {
-  if (queues_per_priority == 0) {
-    throw Error(errc::invalid_argument, "a queue pool needs at least one queue per priority");
+  if (queues_per_priority == 0 || queues_per_priority > max_queues_per_priority) {
+    throw Error(errc::invalid_argument,
+                "a queue pool holds 1 to " + std::to_string(max_queues_per_priority) +
+                    " queues per priority, not " + std::to_string(queues_per_priority));
   }
   const Priority priorities[] = {Priority::low, Priority::normal, Priority::high};
   for (Priority p : priorities) {
@@ -62,6 +66,10 @@ QueuePool::QueuePool(Device device, std::size_t queues_per_priority)
 
 Queue& QueuePool::acquire(Priority priority) {
   const auto p = static_cast<std::size_t>(priority);
+  if (p >= queues_.size()) {
+    throw Error(errc::invalid_argument, "QueuePool::acquire: priority " + std::to_string(p) +
+                                            " is none of low, normal and high");
+  }
   const std::size_t turn = next_[p].fetch_add(1, std::memory_order_relaxed);
   return queues_[p][turn % per_priority_];
 }

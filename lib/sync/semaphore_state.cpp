@@ -9,7 +9,9 @@
 #include "sync/semaphore_state.hpp"
 
 #include "sync/access.hpp"
+#include "sync/deadline.hpp"
 #include "sync/poll.hpp"
+#include "sync/thread_pool.hpp"
 #include "sync/watcher.hpp"
 
 #include <cmdgraph/device.hpp>
@@ -46,6 +48,12 @@ void SemaphoreState::signal(std::uint64_t value) {
       throw Error(errc::invalid_argument, "timeline semaphore signalled with " +
                                               std::to_string(value) + ", below its value " +
                                               std::to_string(now));
+    }
+    if (value < reserved_) {
+      throw Error(errc::invalid_argument,
+                  "timeline semaphore signalled from the host with " + std::to_string(value) +
+                      ", below the " + std::to_string(reserved_) +
+                      " a submission already signals; values must grow");
     }
     reserved_ = std::max(reserved_, value);
     std::atomic_ref<std::uint64_t>(*value_).store(value, std::memory_order_release);
@@ -103,15 +111,13 @@ void SemaphoreState::wake(std::uint64_t value) {
 
 bool SemaphoreState::wait_until(std::uint64_t value,
                                 std::chrono::steady_clock::time_point deadline) {
+  if (this->value() >= value) return true;
+  if (deadline <= std::chrono::steady_clock::now()) return false;
+  const BlockingWait blocking;
   if (!pinned_) {
     // Only the host writes it: a condition variable suffices.
     std::unique_lock lock(mutex_);
-    auto reached = [&] { return this->value() >= value; };
-    if (deadline == std::chrono::steady_clock::time_point::max()) {
-      changed_.wait(lock, reached);
-      return true;
-    }
-    return changed_.wait_until(lock, deadline, reached);
+    return wait_until_deadline(changed_, lock, deadline, [&] { return this->value() >= value; });
   }
   // A device may write it without telling anyone: poll with back-off.
   return poll_until(deadline, [&] { return this->value() >= value; });
@@ -155,7 +161,7 @@ detail::SemaphoreState& checked(const std::shared_ptr<detail::SemaphoreState>& s
 std::uint64_t TimelineSemaphore::value() const { return checked(state_).value(); }
 void TimelineSemaphore::signal(std::uint64_t value) { checked(state_).signal(value); }
 bool TimelineSemaphore::wait(std::uint64_t value, std::chrono::nanoseconds timeout) const {
-  return checked(state_).wait_until(value, std::chrono::steady_clock::now() + timeout);
+  return checked(state_).wait_until(value, detail::deadline_after(timeout));
 }
 void TimelineSemaphore::wait(std::uint64_t value) const {
   checked(state_).wait_until(value, std::chrono::steady_clock::time_point::max());
