@@ -20,7 +20,9 @@ struct Access;
 
 /// Signalled when the work it was returned for has finished. Copies observe the same work.
 /// A default-constructed Fence is already signalled. Every wait rethrows the work's error
-/// (a failed host task, a CUDA fault) as cmdgraph::Error naming the command.
+/// (a failed host task, a CUDA fault) as cmdgraph::Error naming the command, each time it is
+/// waited on; an error is never used up: a Queue::wait() covering the same launch reports it
+/// too (as CUDA reports a fault to every wait that covers it).
 ///
 /// Waiting on cmdgraph's own threads: a cmdgraph wait (Fence, Queue, Event, TimelineSemaphore)
 /// made inside a then() callback, a coroutine resumed by co_await, or a host task of the host
@@ -47,8 +49,9 @@ class Fence {
   /// Callbacks run one at a time in the order their work finished, except that while one
   /// waits in a cmdgraph wait the next ones run on a spare thread (see above).
   /// `callback` takes the work's error (null on success) or nothing. Returns a fence that
-  /// signals after the callback returned: with the callback's exception if it threw, else
-  /// with the work's error.
+  /// signals after the callback returned: with the callback's exception if it threw (a
+  /// cmdgraph::Error as it is, anything else nested in Error(host_task_failed)), else with the
+  /// work's error.
   template <class F>
   Fence then(F&& callback) const {
     if constexpr (std::is_invocable_v<F&, std::exception_ptr>) {

@@ -53,7 +53,8 @@ class Queue {
   void record(Event& event);
 
   /// Blocks until everything submitted so far has finished; rethrows the first error of any
-  /// launch since the previous wait.
+  /// launch since the previous wait of this queue, whether or not that launch's fence has
+  /// reported it already (errors are never used up; the next queue wait starts afresh).
   void wait();
   /// As wait(), for at most `timeout`; false when the time ran out.
   bool wait_for(std::chrono::nanoseconds timeout);

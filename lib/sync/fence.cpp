@@ -1,4 +1,5 @@
 // The public Fence: waits, and continuations that run on the callback thread.
+#include "error/task_failure.hpp"
 #include "sync/fence_state.hpp"
 #include "sync/thread_pool.hpp"
 
@@ -34,7 +35,7 @@ Fence Fence::then_impl(std::function<void(std::exception_ptr)> callback) const {
     try {
       callback(error);
     } catch (...) {
-      error = std::current_exception();
+      error = detail::callback_failure();
     }
     next->complete(error);
   };

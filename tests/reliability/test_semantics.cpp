@@ -9,7 +9,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace cmdgraph;
 using namespace std::chrono_literals;
@@ -110,4 +113,49 @@ TEST_CASE("reliability.profile_names_executed_commands" * doctest::timeout(30)) 
   std::vector<std::string> names;
   for (const CommandTiming& c : exe.last_profile().commands) names.push_back(c.name);
   CHECK(names == std::vector<std::string>{"step", "after", "inner/set"});
+}
+
+TEST_CASE("reliability.then_callback_errors_are_cmdgraph_errors" * doctest::timeout(30)) {
+  // A then() callback that threw a std::runtime_error rethrew it raw, while every other wait
+  // rethrows cmdgraph::Error with the original nested.
+  Queue q(Device::host());
+  CommandBuffer cmd("work");
+  cmd.host([] {});
+  Executable exe = compile(cmd, Device::host());
+  Fence raw = exe.launch(q).then([] { throw std::runtime_error("callback failed"); });
+  try {
+    raw.wait();
+    FAIL("the callback's exception was lost");
+  } catch (const Error& e) {
+    CHECK(e.code() == errc::host_task_failed);
+    CHECK(testing::mentions(e, "callback failed"));
+    try {
+      std::rethrow_if_nested(e);
+      FAIL("the original is not nested");
+    } catch (const std::runtime_error& original) {
+      CHECK(std::string(original.what()) == "callback failed");
+    }
+  }
+  Fence ours = exe.launch(q).then([] { throw Error(errc::timeout, "gave up"); });
+  auto e = CMDGRAPH_EXPECT_ERROR(ours.wait(), errc::timeout);  // a cmdgraph::Error as it is
+  REQUIRE(e);
+  CHECK(std::string(e->what()) == "gave up");
+  q.wait();
+}
+
+TEST_CASE("reliability.errors_are_reported_by_every_wait_that_covers_them" * doctest::timeout(30)) {
+  // One rule: a fence reports its launch's error each time it is waited on, and the queue's
+  // next wait reports it too; the queue wait after that starts afresh.
+  Queue q(Device::host());
+  CommandBuffer cmd("fails");
+  cmd.host([] { throw std::runtime_error("boom"); }).named("bad");
+  Executable exe = compile(cmd, Device::host());
+  Fence f = exe.launch(q);
+  CMDGRAPH_EXPECT_ERROR(f.wait(), errc::host_task_failed);
+  CMDGRAPH_EXPECT_ERROR(f.wait(), errc::host_task_failed);
+  auto e = CMDGRAPH_EXPECT_ERROR(q.wait(), errc::host_task_failed);
+  REQUIRE(e);
+  CHECK(e->commands() == std::vector<std::string>{"bad"});
+  q.wait();  // reported: this wait covers nothing new
+  CMDGRAPH_EXPECT_ERROR(f.wait(), errc::host_task_failed);  // the fence still holds it
 }
