@@ -28,7 +28,9 @@ class TimelineSemaphore {
   /// The current value.
   std::uint64_t value() const;
   /// Sets the value from the host. Throws Error(invalid_argument) if `value` is below the
-  /// current one or below a signal already submitted.
+  /// current one, or not below every signal a submission has pending (Vulkan's rule: when
+  /// that lands, the value would fall back). Signalling below a pending signal is how the host
+  /// releases a submission that waits before it signals.
   void signal(std::uint64_t value);
   /// Blocks until the value is at least `value`, at most `timeout`; false when it ran out.
   bool wait(std::uint64_t value, std::chrono::nanoseconds timeout) const;

@@ -49,11 +49,13 @@ void SemaphoreState::signal(std::uint64_t value) {
                                               std::to_string(value) + ", below its value " +
                                               std::to_string(now));
     }
-    if (value < reserved_) {
+    forget_reached(now);
+    if (!pending_.empty() && value >= *pending_.begin()) {
       throw Error(errc::invalid_argument,
                   "timeline semaphore signalled from the host with " + std::to_string(value) +
-                      ", below the " + std::to_string(reserved_) +
-                      " a submission already signals; values must grow");
+                      " while a submission will signal " + std::to_string(*pending_.begin()) +
+                      ": a host signal must stay below the pending ones, or the value would "
+                      "fall back when they land");
     }
     reserved_ = std::max(reserved_, value);
     std::atomic_ref<std::uint64_t>(*value_).store(value, std::memory_order_release);
@@ -68,11 +70,20 @@ std::uint64_t SemaphoreState::reserve_signal(std::uint64_t value) {
                                             std::to_string(value) + " after one that signals " +
                                             std::to_string(reserved_) + "; values must grow");
   }
+  forget_reached(std::atomic_ref<std::uint64_t>(*value_).load());
+  pending_.insert(value);
   return std::exchange(reserved_, value);
+}
+
+void SemaphoreState::forget_reached(std::uint64_t now) {
+  // Claims the value has reached are no longer pending; pruned here so that a loop that never
+  // signals from the host keeps a bounded set.
+  pending_.erase(pending_.begin(), pending_.upper_bound(now));
 }
 
 void SemaphoreState::cancel_signal(std::uint64_t value, std::uint64_t previous) noexcept {
   std::lock_guard lock(mutex_);
+  if (const auto it = pending_.find(value); it != pending_.end()) pending_.erase(it);
   if (reserved_ == value) reserved_ = previous;
 }
 

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -30,7 +31,9 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   bool device_reachable() const noexcept { return pinned_; }
 
   std::uint64_t value() const noexcept;
-  /// Sets the value from the host (checked to grow) and wakes host waiters.
+  /// Sets the value from the host and wakes host waiters. As Vulkan's vkSignalSemaphore: the
+  /// value must not be below the current one, and must be below every signal a submission
+  /// has pending (else, when that lands, the value would fall back).
   void signal(std::uint64_t value);
   /// Claims `value` for a submission that will signal it later: values signalled through
   /// submissions and the host must grow, in the order they are submitted. Returns the claim
@@ -51,9 +54,12 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   void wake(std::uint64_t value);
   std::uint64_t* value_;
   bool pinned_;
+  void forget_reached(std::uint64_t now);  // with mutex_ held
+
   std::mutex mutex_;
   std::condition_variable changed_;
   std::uint64_t reserved_;  // highest value signalled or claimed for a signal
+  std::multiset<std::uint64_t> pending_;  // values submissions will signal, not reached yet
   ThresholdWaiters waiters_;
 };
 
