@@ -19,8 +19,12 @@ class SemaphoreState;
 /// CUDA queue waits with a stream memory operation, not a host callback. Thread-safe.
 class TimelineSemaphore {
  public:
+  /// A semaphore whose value starts at `initial`. Throws Error(out_of_memory) or
+  /// Error(cuda_error) when its memory cannot be allocated.
   explicit TimelineSemaphore(std::uint64_t initial = 0);
+  /// Moves the semaphore; using the moved-from one throws Error(invalid_handle).
   TimelineSemaphore(TimelineSemaphore&&) noexcept = default;
+  /// Moves the semaphore, as the move constructor.
   TimelineSemaphore& operator=(TimelineSemaphore&&) noexcept = default;
   ~TimelineSemaphore();
 
@@ -34,6 +38,7 @@ class TimelineSemaphore {
   /// Blocks until the value is at least `value`.
   void wait(std::uint64_t value) const;
 
+  /// The shared state, for the library's own use.
   const std::shared_ptr<detail::SemaphoreState>& state() const noexcept { return state_; }
 
  private:
@@ -42,15 +47,20 @@ class TimelineSemaphore {
 
 /// A semaphore and a value, for SubmitInfo.
 struct SemaphoreValue {
+  /// `semaphore_` at `value_`. \pre The semaphore outlives the submission's wait or signal.
   SemaphoreValue(TimelineSemaphore& semaphore_, std::uint64_t value_)
       : semaphore(&semaphore_), value(value_) {}
+  /// The semaphore (not owned).
   TimelineSemaphore* semaphore;
+  /// The value waited for or signalled.
   std::uint64_t value;
 };
 
 /// What a submission waits for before it runs and signals after it finished.
 struct SubmitInfo {
+  /// Values the submission waits for before it runs.
   std::vector<SemaphoreValue> wait = {};
+  /// Values it signals once it finished.
   std::vector<SemaphoreValue> signal = {};
 };
 
