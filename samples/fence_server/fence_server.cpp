@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   if (port != 0) {
     std::printf("fence_server: serving on 127.0.0.1:%zu with %s; send \"<factor>\\n\"\n", port,
                 device.name().c_str());
+    std::fflush(stdout);  // a script waiting for this line may start its requests
     io.run();
     return 0;
   }
