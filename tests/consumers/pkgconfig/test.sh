@@ -26,6 +26,16 @@ if [[ -e $shared ]]; then
 fi
 
 echo "pkg-config --cflags --libs cmdgraph: $(pkg-config --cflags --libs cmdgraph)"
+if [[ -n ${CONSUMER_NVCC:-} ]]; then
+  # The CUDA runtime's folder must be named: it is seldom on the linker's path (on some
+  # machines it is, and the link below alone would not notice).
+  found=
+  for dir in $(pkg-config --static --libs-only-L cmdgraph); do
+    [[ -e ${dir#-L}/libcudart.so ]] && found=${dir#-L}
+  done
+  [[ -n $found ]] || { echo "pkg-config names no folder holding libcudart.so"; exit 1; }
+  echo "the CUDA runtime comes from $found"
+fi
 # [readme:pkg-config]
 g++ app.cpp $(pkg-config --cflags --libs cmdgraph) -o app
 ./app
