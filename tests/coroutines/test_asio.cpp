@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -147,6 +148,29 @@ TEST_CASE("asio.callback.plain" * doctest::timeout(30)) {
     queue.wait();
   } catch (const Error&) {
   }
+}
+
+TEST_CASE("asio.context_destroyed_before_the_fence_signals" * doctest::timeout(30)) {
+  Queue queue(Device::host());
+  std::atomic<bool> release{false};
+  Executable gate = host_exe("gate", [&] {
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  auto owned = std::make_shared<int>(0);
+  const std::weak_ptr<int> handler_alive = owned;
+  bool called = false;
+  Fence fence = gate.launch(queue);
+  {
+    asio::io_context io;
+    async_wait(fence, asio::bind_executor(io, [&called, owned = std::move(owned)](
+                                                  std::exception_ptr) { called = true; }));
+  }  // destroyed with the wait pending: its handler goes with it, uncalled
+  CHECK(handler_alive.expired());
+  release = true;
+  // Callbacks of one fence run in order on cmdgraph's callback thread: once this one ran, the
+  // abandoned wait has found its context gone.
+  fence.then([] {}).wait();
+  CHECK_FALSE(called);
 }
 
 #if BOOST_VERSION >= 108000
