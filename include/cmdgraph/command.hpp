@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace cmdgraph {
 
@@ -40,7 +41,7 @@ struct LaunchConfig {
 /// What a command does.
 enum class CommandKind : unsigned char {
   kernel, parallel_for, copy, fill, host, event_record, event_wait, nested, capture, barrier,
-  loop,
+  loop, if_then,
 };
 /// The kind's name as the enumerator spells it, e.g. "parallel_for"; never null.
 const char* to_string(CommandKind kind) noexcept;
@@ -53,6 +54,7 @@ struct CommandRef {
   friend bool operator==(const CommandRef&, const CommandRef&) = default;
 };
 // Implemented by lib/record; each validates the handles and throws Error on misuse.
+// add_edges validates every parent before adding any edge: a refused call records nothing.
 void add_edges(CommandRef child, const CommandRef* parents, std::size_t count);
 void set_name(CommandRef command, std::string_view name);
 std::string command_name(CommandRef command);
@@ -103,17 +105,16 @@ class BasicCommand {
   Self&& after(const Parents&... parents) && {
     return std::move(after(parents...));
   }
-  /// This command runs after every command in `parents` (any range of handles).
-  /// \pre As after(). Parents are added one by one: when one throws, the edges from the
-  /// parents before it stay.
+  /// This command runs after every command in `parents` (any range of handles). All or
+  /// nothing: when one parent is refused (itself, another buffer's, stale), no edge is added.
+  /// \pre As after().
   /// \post Returns this handle.
   template <std::ranges::input_range Range>
     requires AnyCommand<std::ranges::range_value_t<Range>>
   Self& after_all(const Range& parents) & {
-    for (const auto& p : parents) {
-      const detail::CommandRef r = p.ref();
-      detail::add_edges(ref_, &r, 1);
-    }
+    std::vector<detail::CommandRef> refs;
+    for (const auto& p : parents) refs.push_back(p.ref());
+    detail::add_edges(ref_, refs.data(), refs.size());
     return self();
   }
   /// after_all() on a temporary handle; returns it as an rvalue.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmdgraph/command.hpp>
+#include <cmdgraph/detail/conversions.hpp>
 #include <cmdgraph/detail/parallel_for.hpp>
 #include <cmdgraph/detail/specs.hpp>
 #include <cmdgraph/detail/views.hpp>
@@ -25,6 +26,8 @@ class CommandBuffer;
 
 namespace detail {
 class Recording;
+/// The recording behind a buffer, for the library's own stages (compile, update).
+const std::shared_ptr<Recording>& recording_of(const CommandBuffer& buffer);
 
 template <class F>
 class HostTaskOf final : public HostTask {
@@ -73,13 +76,19 @@ class CommandBuffer {
   /// Starts an empty recording; handles from before become stale.
   void reset();
 
-  /// Launches `kernel` with `args` converted to its parameter types (a wrong argument list
-  /// does not compile). The converted arguments are copied into the recording.
+  /// Launches `kernel` with `args` converted to its parameter types. The converted arguments
+  /// are copied into the recording. A wrong argument list does not compile, nor does a
+  /// floating-point argument for an integer parameter; an arithmetic value its parameter
+  /// cannot hold (-1 for unsigned, 1e40 for float, 300 for uint8_t) throws
+  /// Error(invalid_argument) naming the command. Doubles for float parameters (2.0) are fine.
   template <class... P, class... A>
-    requires(sizeof...(P) == sizeof...(A) && (std::is_convertible_v<A, P> && ...))
+    requires(sizeof...(P) == sizeof...(A) && (detail::converts_to<A, P> && ...))
   KernelCommand<P...> launch(void (*kernel)(P...), const LaunchConfig& config, A&&... args) {
     static_assert((std::is_trivially_copyable_v<P> && ...),
                   "kernel parameters must be trivially copyable");
+    if (auto misfit = detail::first_misfit<P...>(args...)) {
+      reject_value(CommandKind::kernel, *misfit);
+    }
     const std::tuple<P...> values(static_cast<P>(std::forward<A>(args))...);
     detail::KernelParam params[sizeof...(P) + 1] = {};
     detail::fill_params(values, params, std::index_sequence_for<P...>{});
@@ -111,14 +120,22 @@ class CommandBuffer {
     return CopyCommand<detail::element_of<Dst>>(add_copy(detail::copy_spec(dst, src, count)));
   }
 
-  /// Sets `count` elements of `dst` to `value`; the element must be 1, 2 or 4 bytes.
+  /// Sets `count` elements of `dst` to `value`; the element must be 1, 2 or 4 bytes. A value
+  /// the element type cannot hold (300 for uint8_t) throws Error(invalid_argument).
   template <class Dst, class V>
   FillCommand<detail::element_of<Dst>> fill(const Dst& dst, const V& value, std::size_t count) {
-    return FillCommand<detail::element_of<Dst>>(add_fill(detail::fill_spec(dst, value, count)));
+    using T = detail::element_of<Dst>;
+    if (auto misfit = detail::fill_misfit<T>(value)) reject_value(CommandKind::fill, *misfit);
+    return FillCommand<T>(add_fill(detail::fill_spec(dst, value, count)));
   }
 
   /// Runs `f()` on the host. On CUDA backends it runs on CUDA's callback thread and must not
-  /// call CUDA. An exception from it is rethrown from the launch's wait, naming this command.
+  /// call CUDA, nor wait for cmdgraph work (that thread is CUDA's). On the host backend it runs
+  /// on cmdgraph's thread pool and may wait for other cmdgraph work (fences, queues, events,
+  /// timeline semaphores): the pool runs the work queued behind such a wait on a spare thread
+  /// (see Fence). Blocking of its own (a mutex, a sleep, a std::future) is invisible to the
+  /// pool and holds one of its threads, which every host executable shares: keep it short.
+  /// An exception from it is rethrown from the launch's wait, naming this command.
   template <class F>
     requires std::invocable<std::decay_t<F>&>
   Command host(F&& f) {
@@ -153,6 +170,23 @@ class CommandBuffer {
                                    detail::condition_kernel_of<C>()}));
   }
 
+  /// Runs `body` as one command, once if `condition()` is true when the command runs (after its
+  /// parents), not at all otherwise. `condition` is a condition as for loop_while: trivially
+  /// copyable, returning bool, __host__ __device__ under nvcc. On the CUDA graph backend it is a
+  /// conditional IF node whose handle a one-thread kernel sets on the device, so the decision
+  /// never returns to the host; the body then holds what a loop body may hold there. The host
+  /// backend evaluates it on the host; the streams backend refuses it, naming the command.
+  /// Seals `body`.
+  template <class C>
+    requires std::predicate<const C&>
+  Command if_then(const C& condition, CommandBuffer& body) {
+    static_assert(std::is_trivially_copyable_v<C>,
+                  "conditions are copied byte-wise to the device: capture pointers and values, "
+                  "not containers");
+    return Command(add_if(body, {detail::kernel_param(condition), detail::host_condition_of<C>(),
+                                 detail::condition_kernel_of<C>()}));
+  }
+
   /// Calls `f(stream)` at compile time on a capturing CUDA stream, so library calls (cuBLAS,
   /// NCCL, ...) become part of the executable. CUDA devices only.
   template <class F>
@@ -172,17 +206,19 @@ class CommandBuffer {
     detail::add_edges(child.ref(), refs, sizeof...(Parents));
   }
 
-  /// The recording, for compile() and the build stage.
-  const std::shared_ptr<detail::Recording>& recording() const;
-
  private:
+  friend const std::shared_ptr<detail::Recording>& detail::recording_of(const CommandBuffer&);
+
   detail::CommandRef add_kernel(const detail::KernelSpec& spec);
   detail::CommandRef add_parallel_for(const detail::ParallelForSpec& spec);
   detail::CommandRef add_copy(const detail::CopySpec& spec);
   detail::CommandRef add_fill(const detail::FillSpec& spec);
   detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task);
   detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
-  detail::CommandRef add_loop(CommandBuffer& body, const detail::LoopSpec& spec);
+  detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec);
+  detail::CommandRef add_if(CommandBuffer& body, const detail::ConditionSpec& spec);
+  /// Throws Error(invalid_argument) naming the command of `kind` about to be recorded.
+  [[noreturn]] void reject_value(CommandKind kind, const detail::Misfit& misfit) const;
 
   std::shared_ptr<detail::Recording> rec_;
 };

@@ -12,6 +12,7 @@ namespace cmdgraph {
 
 namespace detail {
 class EventState;
+struct Access;
 }
 
 /// How an Event is made.
@@ -41,20 +42,21 @@ class Event {
   bool timing() const noexcept;
   /// True once the most recent record has been reached (false if never recorded).
   bool ready() const;
-  /// Blocks until the most recent record has been reached.
+  /// Blocks until the most recent record has been reached. Throws Error(wrong_state) when the
+  /// event was never recorded (no Queue::record, no launch of an executable that records
+  /// it): nothing could ever make it ready, and returning would claim it was.
   void wait() const;
   /// The CUDA event (null on the host device).
   NativeEvent native_handle() const noexcept;
 
-  /// Time from `start` to `stop`, waiting for `stop` first. Throws Error(invalid_argument)
-  /// when either event was made without timing or they belong to different devices, and
+  /// Time from `start` to `stop`, waiting for `stop` first; never negative. Throws
+  /// Error(invalid_argument) when either event was made without timing, they belong to
+  /// different devices, or `stop` was reached before `start` (the arguments swapped), and
   /// Error(wrong_state) when either was never recorded.
   static std::chrono::duration<double, std::milli> elapsed(const Event& start, const Event& stop);
 
-  /// The shared state, for the library's own use.
-  const std::shared_ptr<detail::EventState>& state() const noexcept { return state_; }
-
  private:
+  friend struct detail::Access;
   std::shared_ptr<detail::EventState> state_;
 };
 

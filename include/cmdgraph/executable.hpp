@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmdgraph/command.hpp>
+#include <cmdgraph/detail/conversions.hpp>
 #include <cmdgraph/detail/specs.hpp>
 #include <cmdgraph/detail/views.hpp>
 #include <cmdgraph/device.hpp>
@@ -83,18 +84,20 @@ struct UpdateResult {
 namespace detail {
 class ExecutableImpl;
 }
+class Executable;
+Executable compile(CommandBuffer& commands, Device device, const CompileOptions& options);
 
 /// A compiled, launchable form of a command buffer. Owns everything it needs: it may outlive
 /// the command buffer, queues it ran on and the recording's handles. Launches of one
 /// executable run one after another, never overlapping; clone() gives an independent
-/// instance. One thread at a time may use an Executable.
+/// instance. One thread at a time may use an Executable. Destroying it waits for its launches
+/// in flight, on every backend: once the destructor returns, none of its commands runs, so
+/// what they reach may be freed.
 class Executable {
  public:
-  /// An empty executable: operator bool is false, and every other use throws
-  /// Error(invalid_handle).
+  /// An empty executable: operator bool is false, and launching it (or any other use) throws
+  /// Error(invalid_handle); compile() makes real ones.
   Executable() noexcept;
-  /// Wraps what compile() built (for the library's own use).
-  explicit Executable(std::unique_ptr<detail::ExecutableImpl> impl) noexcept;
   /// Moves the executable; the moved-from one is empty.
   Executable(Executable&&) noexcept;
   /// Moves the executable, as the move constructor.
@@ -139,10 +142,14 @@ class Executable {
   // this executable was compiled from (or last updated with); commands of executed
   // (secondary) buffers keep their recorded values.
 
-  /// New arguments for a kernel launch, converted as launch() converted them.
+  /// New arguments for a kernel launch, converted and checked as launch() converted and
+  /// checked them (a value its parameter cannot hold throws Error(invalid_argument)).
   template <class... P, class... A>
-    requires(sizeof...(P) == sizeof...(A) && (std::is_convertible_v<A, P> && ...))
+    requires(sizeof...(P) == sizeof...(A) && (detail::converts_to<A, P> && ...))
   void update(const KernelCommand<P...>& command, A&&... args) {
+    if (auto misfit = detail::first_misfit<P...>(args...)) {
+      reject_value(command.ref(), CommandKind::kernel, *misfit);
+    }
     const std::tuple<P...> values(static_cast<P>(std::forward<A>(args))...);
     detail::KernelParam params[sizeof...(P) + 1] = {};
     detail::fill_params(values, params, std::index_sequence_for<P...>{});
@@ -169,10 +176,13 @@ class Executable {
     static_assert(std::is_same_v<detail::element_of<Dst>, T>, "copy element type changed");
     update_copy(command.ref(), detail::copy_spec(dst, src, count));
   }
-  /// New destination, value and count for a fill.
+  /// New destination, value and count for a fill (the value checked as fill() checks it).
   template <class T, class Dst, class V>
   void update(const FillCommand<T>& command, const Dst& dst, const V& value, std::size_t count) {
     static_assert(std::is_same_v<detail::element_of<Dst>, T>, "fill element type changed");
+    if (auto misfit = detail::fill_misfit<T>(value)) {
+      reject_value(command.ref(), CommandKind::fill, *misfit);
+    }
     update_fill(command.ref(), detail::fill_spec(dst, value, count));
   }
   /// Takes every value of `rerecorded`, a new recording of the same structure (same commands
@@ -184,6 +194,8 @@ class Executable {
   UpdateResult update(CommandBuffer& rerecorded, const UpdateOptions& options = {});
 
  private:
+  friend Executable compile(CommandBuffer&, Device, const CompileOptions&);
+  explicit Executable(std::unique_ptr<detail::ExecutableImpl> impl) noexcept;
   detail::ExecutableImpl& impl() const;
   void update_kernel_arguments(detail::CommandRef command, const detail::KernelParam* params,
                                std::size_t count);
@@ -192,6 +204,9 @@ class Executable {
                            const std::size_t* count);
   void update_copy(detail::CommandRef command, const detail::CopySpec& spec);
   void update_fill(detail::CommandRef command, const detail::FillSpec& spec);
+  /// Throws Error(invalid_argument) naming `command` (or the handle error locating it).
+  [[noreturn]] void reject_value(detail::CommandRef command, CommandKind kind,
+                                 const detail::Misfit& misfit);
   std::unique_ptr<detail::ExecutableImpl> impl_;
 };
 

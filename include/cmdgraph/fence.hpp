@@ -15,17 +15,27 @@ namespace cmdgraph {
 
 namespace detail {
 class FenceState;
+struct Access;
 }
 
 /// Signalled when the work it was returned for has finished. Copies observe the same work.
 /// A default-constructed Fence is already signalled. Every wait rethrows the work's error
-/// (a failed host task, a CUDA fault) as cmdgraph::Error naming the command.
+/// (a failed host task, a CUDA fault) as cmdgraph::Error naming the command, each time it is
+/// waited on; an error is never used up: a Queue::wait() covering the same launch reports it
+/// too (as CUDA reports a fault to every wait that covers it).
+///
+/// Waiting on cmdgraph's own threads: a cmdgraph wait (Fence, Queue, Event, TimelineSemaphore)
+/// made inside a then() callback, a coroutine resumed by co_await, or a host task of the host
+/// backend marks its thread blocked, and cmdgraph runs the work queued behind it on a spare
+/// thread, so such a wait never deadlocks cmdgraph. Spares retire once idle; a pool starts at
+/// most 256 threads, and a wait that would need one more throws Error(out_of_memory) instead
+/// of hanging. Blocking of your own there (a mutex, a sleep, a std::future, a condition
+/// variable) is invisible to cmdgraph: it holds the thread, and the work queued behind it
+/// waits; keep it short, or wait through cmdgraph.
 class Fence {
  public:
   /// A fence that is already signalled, with no error.
   Fence() = default;
-  /// A fence observing `state` (launches and submissions make these).
-  explicit Fence(std::shared_ptr<detail::FenceState> state) noexcept : state_(std::move(state)) {}
 
   /// Blocks until the work finished; rethrows its error.
   void wait() const;
@@ -37,9 +47,12 @@ class Fence {
 
   /// Runs `callback` once the work finished, on cmdgraph's callback thread (never on CUDA's
   /// own callback thread, so it may call CUDA and cmdgraph, wait on other fences, launch).
+  /// Callbacks run one at a time in the order their work finished, except that while one
+  /// waits in a cmdgraph wait the next ones run on a spare thread (see above).
   /// `callback` takes the work's error (null on success) or nothing. Returns a fence that
-  /// signals after the callback returned: with the callback's exception if it threw, else
-  /// with the work's error.
+  /// signals after the callback returned: with the callback's exception if it threw (a
+  /// cmdgraph::Error as it is, anything else nested in Error(host_task_failed)), else with the
+  /// work's error.
   template <class F>
   Fence then(F&& callback) const {
     if constexpr (std::is_invocable_v<F&, std::exception_ptr>) {
@@ -71,10 +84,9 @@ class Fence {
   /// is one; Boost.Asio's awaitable is not: use cmdgraph::async_wait).
   Awaiter operator co_await() const noexcept { return Awaiter{this}; }
 
-  /// The shared state, for the library's own use; null for a default-constructed Fence.
-  const std::shared_ptr<detail::FenceState>& state() const noexcept { return state_; }
-
  private:
+  friend struct detail::Access;
+  explicit Fence(std::shared_ptr<detail::FenceState> state) noexcept : state_(std::move(state)) {}
   Fence then_impl(std::function<void(std::exception_ptr)> callback) const;
   std::shared_ptr<detail::FenceState> state_;
 };

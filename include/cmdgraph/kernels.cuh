@@ -18,10 +18,10 @@ __global__ void parallel_for_kernel(F f, std::size_t n) {
   }
 }
 
-/// Sets a conditional WHILE node's value from the loop's condition: run alone (one thread)
-/// before the loop and after each pass of its body.
+/// Sets a conditional node's value from a condition functor: run alone (one thread) before the
+/// node, and for a loop after each pass of its body.
 template <class C>
-__global__ void loop_condition_kernel(C condition, cudaGraphConditionalHandle handle) {
+__global__ void condition_kernel(C condition, cudaGraphConditionalHandle handle) {
   cudaGraphSetConditional(handle, condition() ? 1u : 0u);
 }
 

@@ -2,9 +2,12 @@
 #pragma once
 
 #include <cmdgraph/device.hpp>
+#include <cmdgraph/error.hpp>
 
 #include <cstddef>
+#include <limits>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -21,18 +24,34 @@ namespace detail {
 void* allocate(MemorySpace space, int device, std::size_t bytes);
 void deallocate(MemorySpace space, int device, void* p) noexcept;
 MemorySpace pinned_or_host() noexcept;  // pinned where CUDA works, host otherwise
+
+/// `count` elements of `element_size` bytes in bytes; Error(invalid_argument) naming `what`
+/// when that does not fit in size_t.
+inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, const char* what) {
+  if (element_size != 0 && count > std::numeric_limits<std::size_t>::max() / element_size) {
+    throw Error(errc::invalid_argument, std::string(what) + " of " + std::to_string(count) +
+                                            " elements of " + std::to_string(element_size) +
+                                            " bytes is larger than any memory (the size in bytes "
+                                            "overflows size_t)");
+  }
+  return count * element_size;
+}
 }  // namespace detail
 
 /// A non-owning typed range: pointer, element count, memory space and device ordinal
 /// (-1 for host memory). Cheap to copy; the memory must outlive every launch that uses it.
+/// Throws Error(invalid_argument) when `size` elements do not fit in size_t bytes.
 template <class T>
 class View {
  public:
   View() = default;
   /// `size` elements at `data` in `space`, on CUDA device `device` (-1 for host memory).
-  /// \pre The memory is where `space` and `device` say; nothing checks it.
-  View(T* data, std::size_t size, MemorySpace space, int device) noexcept
-      : data_(data), size_(size), space_(space), device_(device) {}
+  /// \pre The memory is where `space` and `device` say; nothing checks it. Throws
+  /// Error(invalid_argument) when `size` elements do not fit in size_t bytes.
+  View(T* data, std::size_t size, MemorySpace space, int device)
+      : data_(data), size_(size), space_(space), device_(device) {
+    detail::checked_bytes(size, sizeof(T), "a view");
+  }
   /// A view of const T from a view of T.
   template <class U>
     requires(std::is_same_v<const U, T> && !std::is_const_v<U>)
@@ -52,8 +71,14 @@ class View {
   /// True unless it is device memory: the host may read and write it directly.
   bool host_accessible() const noexcept { return space_ != MemorySpace::device; }
 
-  /// Elements [offset, offset + count). Precondition: offset + count <= size().
-  View subview(std::size_t offset, std::size_t count) const noexcept {
+  /// Elements [offset, offset + count). Throws Error(invalid_argument) unless
+  /// offset + count <= size().
+  View subview(std::size_t offset, std::size_t count) const {
+    if (offset > size_ || count > size_ - offset) {
+      throw Error(errc::invalid_argument, "subview(" + std::to_string(offset) + ", " +
+                                              std::to_string(count) + ") of a view of " +
+                                              std::to_string(size_) + " elements");
+    }
     return View(data_ + offset, count, space_, device_);
   }
 
@@ -66,17 +91,17 @@ class View {
 
 /// A view of ordinary (pageable) host memory.
 template <class T>
-View<T> host_view(T* data, std::size_t size) noexcept {
+View<T> host_view(T* data, std::size_t size) {
   return View<T>(data, size, MemorySpace::host, -1);
 }
 /// A view of the pageable host memory `s` spans.
 template <class T>
-View<T> host_view(std::span<T> s) noexcept {
+View<T> host_view(std::span<T> s) {
   return host_view(s.data(), s.size());
 }
 /// A view of memory the caller allocated on a CUDA device (cudaMalloc or a library's pool).
 template <class T>
-View<T> device_view(T* data, std::size_t size, Device device) noexcept {
+View<T> device_view(T* data, std::size_t size, Device device) {
   return View<T>(data, size, MemorySpace::device, device.ordinal());
 }
 
@@ -88,8 +113,9 @@ class OwnedMemory {
 
  public:
   OwnedMemory() = default;
+  /// Throws Error(invalid_argument) when `size` elements do not fit in size_t bytes.
   OwnedMemory(MemorySpace space, int device, std::size_t size)
-      : data_(static_cast<T*>(allocate(space, device, size * sizeof(T)))),
+      : data_(static_cast<T*>(allocate(space, device, checked_bytes(size, sizeof(T), "a buffer")))),
         size_(size), space_(space), device_(device) {}
   OwnedMemory(OwnedMemory&& o) noexcept
       : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
@@ -113,7 +139,8 @@ class OwnedMemory {
   View<T> view() const noexcept { return View<T>(data_, size_, space_, device_); }
   operator View<T>() const noexcept { return view(); }
   operator View<const T>() const noexcept { return view(); }
-  View<T> subview(std::size_t offset, std::size_t count) const noexcept {
+  /// Elements [offset, offset + count); Error(invalid_argument) beyond size().
+  View<T> subview(std::size_t offset, std::size_t count) const {
     return view().subview(offset, count);
   }
 

@@ -18,6 +18,7 @@ namespace cmdgraph {
 
 namespace detail {
 class QueueState;
+struct Access;
 }
 
 class Event;
@@ -57,19 +58,16 @@ class Queue {
   void record(Event& event);
 
   /// Blocks until everything submitted so far has finished; rethrows the first error of any
-  /// launch since the previous wait.
+  /// launch since the previous wait of this queue, whether or not that launch's fence has
+  /// reported it already (errors are never used up; the next queue wait starts afresh).
   void wait();
   /// As wait(), for at most `timeout`; false when the time ran out.
   bool wait_for(std::chrono::nanoseconds timeout);
   /// The CUDA stream behind this queue (null on the host device), for interoperation.
   NativeStream native_handle() const noexcept;
 
-  /// The shared state, for the library's own use.
-  detail::QueueState& state() const;
-  /// The shared state, for the library's own use.
-  const std::shared_ptr<detail::QueueState>& shared_state() const;
-
  private:
+  friend struct detail::Access;
   std::shared_ptr<detail::QueueState> state_;
 };
 
@@ -81,11 +79,14 @@ class Queue {
 /// owns its queues.
 class QueuePool {
  public:
-  /// `queues_per_priority` queues of each priority on `device`. Throws
-  /// Error(invalid_argument) when `queues_per_priority` is 0.
+  /// The most queues per priority a pool holds.
+  static constexpr std::size_t max_queues_per_priority = 256;
+  /// `queues_per_priority` queues of each priority on `device`. Throws Error(invalid_argument)
+  /// unless 1 <= queues_per_priority <= max_queues_per_priority.
   explicit QueuePool(Device device = Device::best(), std::size_t queues_per_priority = 2);
 
-  /// The next queue of `priority`, round-robin. Valid while the pool lives.
+  /// The next queue of `priority`, round-robin. Valid while the pool lives. Throws
+  /// Error(invalid_argument) for a value that is not a Priority enumerator.
   Queue& acquire(Priority priority);
   /// Queues of each priority, as constructed.
   std::size_t queues_per_priority() const noexcept { return per_priority_; }

@@ -11,6 +11,7 @@ namespace cmdgraph {
 
 namespace detail {
 class SemaphoreState;
+struct Access;
 }
 
 /// Vulkan's timeline semaphore. Its value starts at `initial` and only grows. A submission can
@@ -38,20 +39,19 @@ class TimelineSemaphore {
   /// Blocks until the value is at least `value`.
   void wait(std::uint64_t value) const;
 
-  /// The shared state, for the library's own use.
-  const std::shared_ptr<detail::SemaphoreState>& state() const noexcept { return state_; }
-
  private:
+  friend struct detail::Access;
   std::shared_ptr<detail::SemaphoreState> state_;
 };
 
-/// A semaphore and a value, for SubmitInfo.
+/// A semaphore and a value, for SubmitInfo. Shares the semaphore's state, as Vulkan keeps a
+/// semaphore alive while a submission uses it: the TimelineSemaphore object may be moved,
+/// destroyed or reallocated (in a growing vector) while the submission waits or signals.
 struct SemaphoreValue {
-  /// `semaphore_` at `value_`. \pre The semaphore outlives the submission's wait or signal.
-  SemaphoreValue(TimelineSemaphore& semaphore_, std::uint64_t value_)
-      : semaphore(&semaphore_), value(value_) {}
-  /// The semaphore (not owned).
-  TimelineSemaphore* semaphore;
+  /// `semaphore_` at `value_`; the submission keeps the semaphore's state alive.
+  /// \pre `semaphore_` was not moved from (else the submission throws Error(invalid_handle)).
+  SemaphoreValue(const TimelineSemaphore& semaphore_, std::uint64_t value_);
+  std::shared_ptr<detail::SemaphoreState> semaphore;  ///< null for a moved-from semaphore
   /// The value waited for or signalled.
   std::uint64_t value;
 };

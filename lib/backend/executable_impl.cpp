@@ -1,13 +1,79 @@
-// ExecutableImpl's shared members: the refusals every backend inherits, recorded events.
+// ExecutableImpl's skeleton: update by re-recording, the profile guard, recorded events.
 #include "backend/executable_impl.hpp"
 
 #include <cmdgraph/error.hpp>
 
-namespace cmdgraph {
-namespace detail {
+namespace cmdgraph::detail {
+namespace {
+
+void collect_recorded_events(const Plan& plan, std::vector<std::shared_ptr<EventState>>& out) {
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (const auto* record = std::get_if<EventRecordPayload>(&plan.payload(c))) {
+      out.push_back(record->event);
+    }
+    if (const Plan* body = plan.body(c)) collect_recorded_events(*body, out);
+  }
+}
+
+std::vector<std::shared_ptr<EventState>> events_recorded_by(const Plan& plan) {
+  std::vector<std::shared_ptr<EventState>> events;
+  collect_recorded_events(plan, events);
+  return events;
+}
+
+}  // namespace
+
+ExecutableImpl::ExecutableImpl(std::shared_ptr<const Plan> plan, Device device,
+                               ExecutableStats stats, bool profile)
+    : plan_(std::move(plan)), device_(device), stats_(std::move(stats)), profile_(profile),
+      recorded_events_(events_recorded_by(*plan_)) {}
+
+ExecutableImpl::Sharing::Sharing(const ExecutableImpl& exe) : exe_(exe) {
+  int users = exe_.users_.load();
+  do {
+    if (users < 0) {
+      throw Error(errc::concurrent_use, "executable '" + exe_.name() +
+                                            "' is launched while another thread updates it");
+    }
+  } while (!exe_.users_.compare_exchange_weak(users, users + 1));
+}
+
+ExecutableImpl::Updating::Updating(ExecutableImpl& exe) : exe_(exe) {
+  int idle = 0;
+  if (!exe_.users_.compare_exchange_strong(idle, -1)) {
+    throw Error(errc::concurrent_use,
+                "executable '" + exe_.name() + "' is updated while another thread " +
+                    (idle < 0 ? "updates" : "launches") + " it");
+  }
+}
+
+UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
+                                         const UpdateOptions& options) {
+  check_runs(*plan);
+  const Difference difference = structural_difference(*plan_, *plan);
+  if (difference && !options.reinstantiate_if_needed) {
+    refuse_update(difference.what, {difference.command});
+  }
+  return take(std::move(plan), difference, options);
+}
+
+void ExecutableImpl::refuse_update(const std::string& why, std::vector<std::string> commands,
+                                   int cuda_status) const {
+  throw Error(errc::update_refused,
+              "executable '" + name() + "' cannot take the update in place: " + why,
+              std::move(commands), cuda_status);
+}
+
 Profile ExecutableImpl::last_profile() const {
-  throw Error(errc::wrong_state, "executable '" + name() +
-                                     "' was compiled without CompileOptions{.profile = true}");
+  if (!profile_) {
+    throw Error(errc::wrong_state, "executable '" + name() +
+                                       "' was compiled without CompileOptions{.profile = true}");
+  }
+  std::optional<Profile> profile = read_last_profile();
+  if (!profile) {
+    throw Error(errc::wrong_state, "executable '" + name() + "' has not been launched yet");
+  }
+  return std::move(*profile);
 }
 
 void ExecutableImpl::write_cuda_dot(const std::string&) const {
@@ -16,19 +82,9 @@ void ExecutableImpl::write_cuda_dot(const std::string&) const {
                                      " backend; CUDA's DOT exists for the cuda_graph backend only");
 }
 
-std::vector<std::shared_ptr<EventState>> ExecutableImpl::events_recorded_by(const Plan& plan) {
-  std::vector<std::shared_ptr<EventState>> events;
-  for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (plan.command(c).kind == CommandKind::event_record) {
-      events.push_back(std::get<EventPayload>(plan.command(c).payload).event);
-    }
-    if (plan.nested[c]) {
-      auto inner = events_recorded_by(*plan.nested[c]);
-      events.insert(events.end(), inner.begin(), inner.end());
-    }
-  }
-  return events;
+void ExecutableImpl::replace_plan(std::shared_ptr<const Plan> plan) {
+  recorded_events_ = events_recorded_by(*plan);
+  plan_ = std::move(plan);
 }
-}  // namespace detail
 
-}  // namespace cmdgraph
+}  // namespace cmdgraph::detail

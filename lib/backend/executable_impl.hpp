@@ -1,16 +1,21 @@
-// ExecutableImpl: what every backend's compiled form provides to Executable.
+// ExecutableImpl: what every backend's compiled form gives the Executable face above it, and
+// the skeleton the three backends share: the plan and stats, the recorded events, update by a
+// re-recorded buffer (check, compare, refuse or take), the profile guard.
 #pragma once
 
+#include "command/argument_store.hpp"
+#include "plan/compare.hpp"
 #include "plan/plan.hpp"
-#include "record/argument_store.hpp"
 
 #include <cmdgraph/executable.hpp>
 #include <cmdgraph/fence.hpp>
 
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 namespace cmdgraph::detail {
 
@@ -19,30 +24,34 @@ class QueueState;
 
 class ExecutableImpl {
  public:
-  ExecutableImpl(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats)
-      : plan_(std::move(plan)), device_(device), stats_(std::move(stats)),
-        recorded_events_(events_recorded_by(*plan_)) {}
+  ExecutableImpl(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
+                 bool profile);
   virtual ~ExecutableImpl() = default;
+  ExecutableImpl(const ExecutableImpl&) = delete;
+  ExecutableImpl& operator=(const ExecutableImpl&) = delete;
 
-  /// Enqueues one run on `queue`, after this executable's previous run and `info`'s waits;
-  /// `info`'s signals follow the run, before its fence signals. `info` is validated.
+  /// Enqueues one run on `queue` (of this executable's device), after this executable's
+  /// previous run and `info`'s waits; `info`'s signals follow the run, before its fence
+  /// signals. `info` is validated.
   virtual Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) = 0;
   virtual std::unique_ptr<ExecutableImpl> clone() const = 0;
 
   /// The values update() writes into; launches from now on use them, a launch in flight
   /// keeps the values it started with.
   virtual ArgumentStore& arguments_for_update() = 0;
-  /// Makes the values of root command `c`, already written, take effect.
+  /// Makes the values of root command `c` (an updatable kind), already written, take effect.
   virtual void apply_update(std::uint32_t c) = 0;
   /// Throws, naming root command `c`, unless this executable's device can reach `r`.
   virtual void check_memory(std::uint32_t c, const MemoryRange& r) const = 0;
-  /// Takes a re-recorded plan (already validated) in place, or rebuilds when allowed.
-  virtual UpdateResult update_from(std::shared_ptr<const Plan> plan,
-                                   const UpdateOptions& options) = 0;
+
+  /// Takes a re-recorded plan: refuses it (naming the command) when this backend cannot run
+  /// it, or when its structure differs and `options` do not allow a rebuild; else takes it in
+  /// place, or rebuilds.
+  UpdateResult update_from(std::shared_ptr<const Plan> plan, const UpdateOptions& options);
 
   /// The timings of the most recent launch, waiting for it; Error(wrong_state) when not
   /// profiling or never launched.
-  virtual Profile last_profile() const;
+  Profile last_profile() const;
   /// The stream or lane of each root command, where the backend has lanes.
   virtual std::vector<unsigned> command_lanes() const { return {}; }
   /// CUDA's own DOT of the graph (graph backend only).
@@ -51,27 +60,63 @@ class ExecutableImpl {
   const Plan& plan() const noexcept { return *plan_; }
   const std::shared_ptr<const Plan>& shared_plan() const noexcept { return plan_; }
   Device device() const noexcept { return device_; }
-  const std::string& name() const noexcept { return plan_->recording->name(); }
+  const std::string& name() const noexcept { return plan_->buffer_name; }
+  bool profiling() const noexcept { return profile_; }
   const ExecutableStats& stats() const noexcept { return stats_; }
   ExecutableStats& stats() noexcept { return stats_; }
-  /// Events the plan's record commands record (nested plans included).
+  /// Held while launching or cloning: several threads may launch one executable at once (the
+  /// launches are serialized), but not while another thread updates it.
+  class Sharing {
+   public:
+    explicit Sharing(const ExecutableImpl& exe);
+    ~Sharing() { exe_.users_.fetch_sub(1); }
+    Sharing(const Sharing&) = delete;
+    Sharing& operator=(const Sharing&) = delete;
+
+   private:
+    const ExecutableImpl& exe_;
+  };
+  /// Held while updating: Error(concurrent_use) when another thread launches, clones or
+  /// updates the executable at the same time.
+  class Updating {
+   public:
+    explicit Updating(ExecutableImpl& exe);
+    ~Updating() { exe_.users_.store(0); }
+    Updating(const Updating&) = delete;
+    Updating& operator=(const Updating&) = delete;
+
+   private:
+    ExecutableImpl& exe_;
+  };
+
+  /// Events the plan's record commands record (bodies included).
   const std::vector<std::shared_ptr<EventState>>& recorded_events() const noexcept {
     return recorded_events_;
   }
 
  protected:
-  void replace_plan(std::shared_ptr<const Plan> plan) {
-    recorded_events_ = events_recorded_by(*plan);
-    plan_ = std::move(plan);
-  }
+  /// Throws, naming the first command of `plan` this backend cannot run on its device.
+  virtual void check_runs(const Plan& plan) const = 0;
+  /// Takes `plan`, which runs here: in place when `difference` is empty (it may still refuse,
+  /// as CUDA may), else rebuilt (allowed by `options`). Calls replace_plan.
+  virtual UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
+                            const UpdateOptions& options) = 0;
+  /// The most recent launch's profile (waiting for it); nullopt when never launched.
+  virtual std::optional<Profile> read_last_profile() const = 0;
+
+  void replace_plan(std::shared_ptr<const Plan> plan);
+  /// Error(update_refused) for this executable: "cannot take the update in place: <why>".
+  [[noreturn]] void refuse_update(const std::string& why,
+                                  std::vector<std::string> commands = {}, int cuda_status = 0) const;
 
  private:
-  static std::vector<std::shared_ptr<EventState>> events_recorded_by(const Plan& plan);
-
   std::shared_ptr<const Plan> plan_;
   Device device_;
   ExecutableStats stats_;
+  bool profile_;
   std::vector<std::shared_ptr<EventState>> recorded_events_;
+  // Launches and clones in progress, or -1 while an update runs.
+  mutable std::atomic<int> users_{0};
 };
 
 }  // namespace cmdgraph::detail

@@ -34,17 +34,17 @@ void counted(const char* name, Served served, Call&& call) {
 }  // namespace
 
 void memset_async(void* dst, std::uint32_t value, unsigned element_size, std::size_t count,
-                  cudaStream_t stream, std::string_view command) {
+                  cudaStream_t stream, Served served) {
   using D16 = CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream);
   using D32 = CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream);
   static const D16 d16 = entry<D16>("cuMemsetD16Async");
   static const D32 d32 = entry<D32>("cuMemsetD32Async");
   const auto ptr = reinterpret_cast<CUdeviceptr>(dst);
   if (element_size == 2) {
-    counted("cuMemsetD16Async", command,
+    counted("cuMemsetD16Async", served,
             [&] { return d16(ptr, static_cast<unsigned short>(value), count, stream); });
   } else {
-    counted("cuMemsetD32Async", command, [&] { return d32(ptr, value, count, stream); });
+    counted("cuMemsetD32Async", served, [&] { return d32(ptr, value, count, stream); });
   }
 }
 
@@ -57,19 +57,19 @@ bool supports_stream_memory_operations(int device) {
 }
 
 void stream_wait_at_least(cudaStream_t stream, const std::uint64_t* address, std::uint64_t value,
-                          std::string_view command) {
+                          Served served) {
   using Wait = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
   static const Wait wait = entry<Wait>("cuStreamWaitValue64");
-  counted("cuStreamWaitValue64", command, [&] {
+  counted("cuStreamWaitValue64", served, [&] {
     return wait(stream, reinterpret_cast<CUdeviceptr>(address), value, CU_STREAM_WAIT_VALUE_GEQ);
   });
 }
 
 void stream_write(cudaStream_t stream, std::uint64_t* address, std::uint64_t value,
-                  std::string_view command) {
+                  Served served) {
   using Write = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
   static const Write write = entry<Write>("cuStreamWriteValue64");
-  counted("cuStreamWriteValue64", command, [&] {
+  counted("cuStreamWriteValue64", served, [&] {
     return write(stream, reinterpret_cast<CUdeviceptr>(address), value,
                  CU_STREAM_WRITE_VALUE_DEFAULT);
   });

@@ -1,6 +1,8 @@
 // plan_dot: one node per command, edges after reduction, decorations from lanes and timings.
 #include "observe/dot.hpp"
 
+#include "observe/utf8.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -9,30 +11,28 @@
 namespace cmdgraph::detail {
 namespace {
 
-std::string escaped(const std::string& s) {
+// A DOT string's contents: UTF-8 (invalid bytes replaced), quotes and backslashes escaped,
+// newlines as DOT's line break, other control characters (NUL included) written visibly as
+// \xNN, since a DOT file cannot hold them.
+std::string escaped(const std::string& raw) {
+  const std::string s = valid_utf8(raw);
   std::string out;
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
   }
   return out;
-}
-
-const char* shape_of(CommandKind kind) {
-  switch (kind) {
-    case CommandKind::kernel:
-    case CommandKind::parallel_for: return "box";
-    case CommandKind::copy: return "cds";
-    case CommandKind::fill: return "box3d";
-    case CommandKind::host: return "ellipse";
-    case CommandKind::event_record:
-    case CommandKind::event_wait: return "diamond";
-    case CommandKind::nested: return "folder";
-    case CommandKind::loop: return "doubleoctagon";
-    case CommandKind::capture: return "component";
-    case CommandKind::barrier: return "point";
-  }
-  return "box";
 }
 
 // Light fills, distinct per lane (Graphviz's "pastel19" scheme).
@@ -70,15 +70,15 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
   std::set<std::pair<std::uint32_t, std::uint32_t>> critical_edges;
   for (std::size_t i = 1; i < path.size(); ++i) critical_edges.emplace(path[i - 1], path[i]);
   std::ostringstream out;
-  out << "digraph \"" << escaped(plan.recording->name()) << "\" {\n"
+  out << "digraph \"" << escaped(plan.buffer_name) << "\" {\n"
       << "  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10, style=filled, "
          "fillcolor=\"#f0f0f0\"];\n  edge [color=\"#606060\"];\n";
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    const CommandKind kind = plan.command(c).kind;
+    const CommandKind kind = plan.kind(c);
     // Names are escaped; "\\n" is DOT's own line break.
     std::string label = escaped(plan.name(c)) + "\\n" + to_string(kind);
-    if (const Plan* inner = plan.nested[c].get()) {
-      label += " '" + escaped(inner->recording->name()) + "' (" + std::to_string(inner->size()) + ")";
+    if (const Plan* inner = plan.body(c)) {
+      label += " '" + escaped(inner->buffer_name) + "' (" + std::to_string(inner->size()) + ")";
     }
     if (options.timings && profile && c < profile->commands.size()) {
       char ms[32];
@@ -86,7 +86,7 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
       label += ms;
     }
     out << "  c" << c << " [label=\"" << label << "\", shape="
-        << shape_of(kind);
+        << traits(kind).dot_shape;
     if (c < lanes.size()) out << ", fillcolor=\"" << fill_for(lanes[c]) << "\"";
     if (critical.count(c)) out << ", color=red, penwidth=2";
     out << "];\n";
@@ -104,7 +104,7 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
       for (std::uint32_t k : plan.children[c]) kept.emplace(c, k);
     }
     std::set<std::pair<std::uint32_t, std::uint32_t>> drawn;
-    for (const Edge& e : plan.recording->edges()) {
+    for (const Edge& e : plan.edges) {
       const auto edge = std::make_pair(e.parent, e.child);
       if (kept.count(edge) || !drawn.insert(edge).second) continue;
       out << "  c" << e.parent << " -> c" << e.child

@@ -15,13 +15,13 @@ Profile build_profile(const Plan& root, std::vector<MeasuredCommand> measured, s
     return ra && a.command < b.command;
   });
   Profile p;
-  p.executable = root.recording->name();
+  p.executable = root.buffer_name;
   p.backend = std::move(backend);
   p.started = started;
   std::map<std::pair<const Plan*, std::uint32_t>, std::size_t> index;
   for (const MeasuredCommand& m : measured) {
     index.emplace(std::make_pair(m.plan, m.command), p.commands.size());
-    p.commands.push_back({command_label(*m.plan, m.command, root), m.plan->command(m.command).kind,
+    p.commands.push_back({command_label(*m.plan, m.command, root), m.plan->kind(m.command),
                           m.lane, m.start_ms, m.end_ms});
     p.launch_ms = std::max(p.launch_ms, m.end_ms);
   }

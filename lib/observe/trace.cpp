@@ -1,5 +1,7 @@
 // Profile as Chrome trace JSON: complete ("X") slices on one track per lane, thread names for
 // the tracks, and flow ("s"/"f") arrows for dependencies that cross lanes.
+#include "observe/utf8.hpp"
+
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/profile.hpp>
 
@@ -11,7 +13,10 @@
 namespace cmdgraph {
 namespace {
 
-std::string escaped(const std::string& s) {
+// A JSON string's contents: UTF-8 (invalid bytes replaced), quotes, backslashes and control
+// characters escaped (NUL as \u0000).
+std::string escaped(const std::string& raw) {
+  const std::string s = detail::valid_utf8(raw);
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -22,7 +27,7 @@ std::string escaped(const std::string& s) {
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
           out += buf;
         } else {
           out += c;
@@ -72,6 +77,7 @@ void append_launch(std::ostringstream& out, const Profile& p, std::size_t index,
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
+  f.close();  // buffered bytes reach the file here: a full disk shows only now
   if (!f) throw Error(errc::invalid_argument, "could not write '" + path + "'");
 }
 

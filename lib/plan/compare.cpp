@@ -1,4 +1,4 @@
-// structural_difference: command by command, then edge by edge.
+// structural_difference: command by command, then edge by edge, naming the first difference.
 #include "plan/compare.hpp"
 
 #include <algorithm>
@@ -6,44 +6,69 @@
 namespace cmdgraph::detail {
 namespace {
 
-const void* code_of(const RecordedCommand& c) {
-  if (const auto* k = std::get_if<KernelPayload>(&c.payload)) return k->function;
-  if (const auto* p = std::get_if<ParallelForPayload>(&c.payload)) return p->device_kernel;
-  return nullptr;
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+// The roots of the two executables, to name commands of either side as errors do.
+struct Roots {
+  const Plan& before;
+  const Plan& now;
+};
+
+// The first edge out of `c` that one plan has and the other lacks, as a sentence.
+std::string edge_difference(const Plan& before, const Plan& now, std::uint32_t c,
+                            const Roots& roots) {
+  const auto was = before.children[c], is = now.children[c];
+  for (std::uint32_t k : is) {
+    if (std::find(was.begin(), was.end(), k) == was.end()) {
+      return "has a new edge to " + quoted(command_label(now, k, roots.now));
+    }
+  }
+  for (std::uint32_t k : was) {
+    if (std::find(is.begin(), is.end(), k) == is.end()) {
+      return "lost its edge to " + quoted(command_label(before, k, roots.before));
+    }
+  }
+  return "has different dependants";
 }
 
-Difference difference_in(const Plan& before, const Plan& now, const Plan& root) {
-  if (before.size() != now.size()) {
-    return {"command buffer '" + now.recording->name() + "' has " + std::to_string(now.size()) +
-                " commands, the executable " + std::to_string(before.size()),
-            {}};
-  }
-  for (std::uint32_t c = 0; c < now.size(); ++c) {
-    const RecordedCommand& a = before.command(c);
-    const RecordedCommand& b = now.command(c);
-    const std::string name = command_label(now, c, root);
+Difference difference_in(const Plan& before, const Plan& now, const Roots& roots) {
+  const std::size_t common = std::min(before.size(), now.size());
+  for (std::uint32_t c = 0; c < common; ++c) {
+    const Payload& a = before.payload(c);
+    const Payload& b = now.payload(c);
+    const std::string name = command_label(now, c, roots.now);
     auto differs = [&](const std::string& how) {
-      return Difference{"command '" + name + "' " + how, name};
+      return Difference{"command " + quoted(name) + " " + how, name};
     };
-    if (a.kind != b.kind) {
-      return differs(std::string("is a ") + to_string(b.kind) + ", was a " + to_string(a.kind));
+    if (kind_of(a) != kind_of(b)) {
+      return differs(std::string("is a ") + to_string(kind_of(b)) + ", was a " +
+                     to_string(kind_of(a)));
     }
     if (code_of(a) != code_of(b)) return differs("runs a different kernel");
     const auto ka = before.children[c], kb = now.children[c];
     if (!std::equal(ka.begin(), ka.end(), kb.begin(), kb.end())) {
-      return differs("has different dependants");
+      return differs(edge_difference(before, now, c, roots));
     }
-    if (before.nested[c]) {
-      if (Difference inner = difference_in(*before.nested[c], *now.nested[c], root)) return inner;
+    if (before.body(c)) {
+      if (Difference inner = difference_in(*before.body(c), *now.body(c), roots)) return inner;
     }
   }
-  return {};
+  if (before.size() == now.size()) return {};
+  // The first command one side has and the other lacks.
+  const bool grew = now.size() > before.size();
+  const auto first = static_cast<std::uint32_t>(common);
+  const std::string name = grew ? command_label(now, first, roots.now)
+                                : command_label(before, first, roots.before);
+  return {"command buffer " + quoted(now.buffer_name) + " has " + std::to_string(now.size()) +
+              " commands, the executable " + std::to_string(before.size()) + ": command " +
+              quoted(name) + (grew ? " is new" : " is gone"),
+          name};
 }
 
 }  // namespace
 
 Difference structural_difference(const Plan& before, const Plan& now) {
-  return difference_in(before, now, now);
+  return difference_in(before, now, Roots{before, now});
 }
 
 }  // namespace cmdgraph::detail

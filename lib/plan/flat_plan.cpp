@@ -17,6 +17,7 @@ class Flattener {
  public:
   std::vector<FlatTask> tasks;
   Pairs edges;
+  std::vector<NestedSpan> executed;
 
   // Appends the tasks of `plan`; every source hangs off `entry` when given. Returns the
   // span of each command of `plan`.
@@ -24,7 +25,8 @@ class Flattener {
     std::vector<Span> spans(plan.size());
     for (std::uint32_t c : plan.order) {
       // A loop stays one task: how often its body runs is only known as it runs.
-      const Plan* nested = plan.command(c).kind == CommandKind::nested ? plan.nested[c].get() : nullptr;
+      const Plan* nested =
+          std::holds_alternative<NestedPayload>(plan.payload(c)) ? plan.body(c) : nullptr;
       if (nested) {
         const std::uint32_t in = add(plan, FlatTask::join);
         const std::vector<Span> inner = expand(*nested, in);
@@ -34,6 +36,7 @@ class Flattener {
         }
         if (nested->size() == 0) edges.emplace_back(in, out);
         spans[c] = {in, out};
+        executed.push_back({&plan, c, in, out});
       } else {
         const std::uint32_t t = add(plan, c);
         spans[c] = {t, t};
@@ -75,6 +78,7 @@ FlatPlan flatten(const Plan& root) {
     flat.root_entry.push_back(s.entry);
   }
   flat.tasks = std::move(f.tasks);
+  flat.nested = std::move(f.executed);
   return flat;
 }
 

@@ -19,8 +19,16 @@ struct FlatTask {
   bool is_join() const noexcept { return command == join; }
 };
 
+/// An executed buffer's command once expanded: the join tasks before and after its contents.
+struct NestedSpan {
+  const Plan* plan;
+  std::uint32_t command;
+  std::uint32_t entry, exit;
+};
+
 struct FlatPlan {
   std::vector<FlatTask> tasks;              // in a topological order
+  std::vector<NestedSpan> nested;           // every execute command, at any depth
   Adjacency children;
   Adjacency parents;
   std::vector<std::uint32_t> sources;       // tasks without parents

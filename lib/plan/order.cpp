@@ -1,4 +1,5 @@
-// Topological sort and cycle finding with Boost.Graph's (non-recursive) depth-first search.
+// Topological sort and cycle finding with Boost.Graph's (non-recursive) depth-first search;
+// the transitive reduction, by searches pruned with two topological orders and levels.
 #include "plan/order.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
@@ -7,6 +8,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <queue>
+#include <utility>
 
 namespace cmdgraph::detail {
 namespace {
@@ -65,24 +68,99 @@ OrderResult topological_order(std::size_t vertices, const std::vector<Edge>& edg
   return result;
 }
 
+namespace {
+
+// A second topological order, built to disagree with `position` wherever the DAG allows
+// (FELINE's "Y" coordinate): Kahn's algorithm that always takes, of the vertices whose parents
+// are all placed, the one `position` puts last. Two independent vertices then tend to appear in
+// opposite orders in the two, so "y comes before t in both" is a tight test for "y may reach t".
+std::vector<std::uint32_t> second_order(const std::vector<std::vector<std::uint32_t>>& children,
+                                        const std::vector<std::uint32_t>& position) {
+  const std::size_t n = children.size();
+  std::vector<std::uint32_t> parents_left(n, 0);
+  for (const auto& cs : children) {
+    for (std::uint32_t c : cs) ++parents_left[c];
+  }
+  // Max-heap of (position, vertex) over the vertices ready to be placed.
+  std::priority_queue<std::pair<std::uint32_t, std::uint32_t>> ready;
+  for (std::uint32_t v = 0; v < n; ++v) {
+    if (parents_left[v] == 0) ready.emplace(position[v], v);
+  }
+  std::vector<std::uint32_t> second(n, 0);
+  std::uint32_t next = 0;
+  while (!ready.empty()) {
+    const std::uint32_t v = ready.top().second;
+    ready.pop();
+    second[v] = next++;
+    for (std::uint32_t c : children[v]) {
+      if (--parents_left[c] == 0) ready.emplace(position[c], c);
+    }
+  }
+  return second;
+}
+
+// The longest path from a source to each vertex, in edges.
+std::vector<std::uint32_t> levels(const std::vector<std::vector<std::uint32_t>>& children,
+                                  const std::vector<std::uint32_t>& position) {
+  const std::size_t n = children.size();
+  std::vector<std::uint32_t> by_position(n), level(n, 0);
+  for (std::uint32_t v = 0; v < n; ++v) by_position[position[v]] = v;
+  for (std::uint32_t v : by_position) {
+    for (std::uint32_t c : children[v]) level[c] = std::max(level[c], level[v] + 1);
+  }
+  return level;
+}
+
+// The largest key among the targets not reached yet: `sorted` holds the targets in increasing
+// key order and `top` only moves down, so a vertex's searches cost O(targets) here in all.
+struct Bound {
+  std::vector<std::uint32_t> sorted;
+  std::size_t top = 0;
+  template <class Reached>
+  std::uint32_t get(const std::vector<std::uint32_t>& key, Reached reached) {
+    while (top > 0 && reached(sorted[top - 1])) --top;
+    return top > 0 ? key[sorted[top - 1]] : 0;
+  }
+};
+
+}  // namespace
+
+// Why this algorithm. A child c of u is redundant iff another child of u reaches it, and only
+// children placed before c (in topological order) can. So for each u we walk its children in
+// order, keep each one not reached yet and search forward from it, marking what it reaches.
+// Searching everything a child reaches is quadratic on common shapes (a chain closed by a
+// barrier: every step's search walks the rest of the chain), so the search is cut short:
+//  - it ends as soon as every child of u is marked (kept or reached);
+//  - it only enters a vertex y that may still reach a child t not marked yet, which requires
+//    y before t in `position`, y before t in a second topological order (second_order), and
+//    level(y) < level(t) (longest paths from the sources grow along every edge). Each test is
+//    made against the largest value among the unmarked children (Bound), so it is cheap and
+//    only ever too generous, never wrong: pruning a vertex that fails it loses no path.
+// The second order and the levels are what keep ladders (two chains with rungs A_i -> B_i) and
+// pipelines linear: searching from A_{i+1} for B_i, A_{i+1} already sits on B_i's level, or
+// after B_i in one of the orders (as recorded, and relabelled at random in the tests). Worst case
+// (adversarial DAGs) this is still O(V E), as any search-based reduction is: a ladder whose
+// rungs skip far ahead (A_i -> B_{i+k}) can, in some recording orders, defeat both orders and
+// walk k steps per rung. On the shapes of tests/support/plan_shapes.hpp it examines less than
+// one edge per edge (tested).
 std::vector<Edge> transitive_reduction(std::size_t vertices, const std::vector<Edge>& edges,
-                                       const std::vector<std::uint32_t>& position) {
+                                       const std::vector<std::uint32_t>& position,
+                                       std::uint64_t* edges_examined) {
   // Children of each vertex in topological position order.
   std::vector<std::vector<std::uint32_t>> children(vertices);
   for (const Edge& e : edges) children[e.parent].push_back(e.child);
-  for (auto& c : children) {
-    std::sort(c.begin(), c.end(),
-              [&](std::uint32_t a, std::uint32_t b) { return position[a] < position[b]; });
-  }
+  auto by_position = [&](std::uint32_t a, std::uint32_t b) { return position[a] < position[b]; };
+  for (auto& c : children) std::sort(c.begin(), c.end(), by_position);
+  const std::vector<std::uint32_t> second = second_order(children, position);
+  const std::vector<std::uint32_t> level = levels(children, position);
 
-  // A child c of u is redundant iff an earlier child (in topological order) reaches it. Walk
-  // the children in order, marking what each kept child reaches; a later child can only be
-  // reached through vertices placed before it, so the search stops past the last child.
   std::vector<Edge> kept;
   kept.reserve(edges.size());
-  std::vector<std::uint32_t> mark(vertices, 0);
+  std::vector<std::uint32_t> marked(vertices, 0), target(vertices, 0);
   std::uint32_t stamp = 0;
+  std::uint64_t examined = 0;
   std::vector<std::uint32_t> stack;
+  Bound in_position, in_second, in_level;
   for (std::uint32_t u = 0; u < vertices; ++u) {
     const auto& cs = children[u];
     if (cs.size() <= 1) {
@@ -90,24 +168,52 @@ std::vector<Edge> transitive_reduction(std::size_t vertices, const std::vector<E
       continue;
     }
     ++stamp;
-    const std::uint32_t horizon = position[cs.back()];
+    for (std::uint32_t c : cs) target[c] = stamp;
+    std::size_t unmarked = cs.size();
+    auto is_marked = [&](std::uint32_t v) { return marked[v] == stamp; };
+    auto set_up = [&](Bound& b, const std::vector<std::uint32_t>& key) {
+      b.sorted.assign(cs.begin(), cs.end());
+      std::sort(b.sorted.begin(), b.sorted.end(),
+                [&](std::uint32_t a, std::uint32_t c) { return key[a] < key[c]; });
+      b.top = b.sorted.size();
+    };
+    in_position.sorted.assign(cs.begin(), cs.end());  // already in position order
+    in_position.top = cs.size();
+    set_up(in_second, second);
+    set_up(in_level, level);
+    // May y still reach an unmarked child? (Only called while one is left.)
+    auto may_reach = [&](std::uint32_t y) {
+      return position[y] < in_position.get(position, is_marked) &&
+             second[y] < in_second.get(second, is_marked) &&
+             level[y] < in_level.get(level, is_marked);
+    };
     for (std::uint32_t c : cs) {
-      if (mark[c] == stamp) continue;
+      if (is_marked(c)) continue;  // reached from an earlier child: redundant
       kept.push_back({u, c});
+      marked[c] = stamp;
+      if (--unmarked == 0) break;
+      if (!may_reach(c)) continue;
       stack.assign(1, c);
-      mark[c] = stamp;
-      while (!stack.empty()) {
+      while (!stack.empty() && unmarked > 0) {
         const std::uint32_t x = stack.back();
         stack.pop_back();
+        examined += children[x].size();
+        // Pushed in position order: the farthest child is searched first.
         for (std::uint32_t y : children[x]) {
-          if (mark[y] != stamp && position[y] <= horizon) {
-            mark[y] = stamp;
+          if (is_marked(y)) continue;
+          if (target[y] == stamp) {
+            marked[y] = stamp;
+            if (--unmarked == 0) break;
+            if (may_reach(y)) stack.push_back(y);
+          } else if (may_reach(y)) {
+            marked[y] = stamp;
             stack.push_back(y);
           }
         }
       }
     }
   }
+  if (edges_examined) *edges_examined = examined;
   return kept;
 }
 

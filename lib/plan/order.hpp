@@ -1,7 +1,7 @@
 // Topological order and cycle detection over a Boost.Graph adjacency_list.
 #pragma once
 
-#include "record/recording.hpp"
+#include "command/edge.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -19,7 +19,11 @@ OrderResult topological_order(std::size_t vertices, const std::vector<Edge>& edg
 
 /// For each vertex, its children under `edges` that are not implied by other paths: the
 /// transitive reduction, as (parent, child) pairs in `order`'s sense of parent first.
+/// `position[v]` is v's place in a topological order. `edges_examined`, when given, receives
+/// how many edges the searches looked at (the work, for tests that guard against quadratic
+/// time without timing anything).
 std::vector<Edge> transitive_reduction(std::size_t vertices, const std::vector<Edge>& edges,
-                                       const std::vector<std::uint32_t>& position);
+                                       const std::vector<std::uint32_t>& position,
+                                       std::uint64_t* edges_examined = nullptr);
 
 }  // namespace cmdgraph::detail

@@ -3,6 +3,7 @@
 #include "plan/plan.hpp"
 
 #include "plan/order.hpp"
+#include "record/recording.hpp"
 
 #include <cmdgraph/error.hpp>
 
@@ -25,15 +26,15 @@ std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {
   return sorted;
 }
 
-[[noreturn]] void report_cycle(const Recording& rec, const std::vector<std::uint32_t>& cycle) {
+[[noreturn]] void report_cycle(const Plan& plan, const std::vector<std::uint32_t>& cycle) {
   std::vector<std::string> names;
   std::string path;
   for (std::uint32_t c : cycle) {
-    names.push_back(rec.command_name(c));
+    names.push_back(plan.name(c));
     path += "'" + names.back() + "' -> ";
   }
   path += "'" + names.front() + "'";
-  throw Error(errc::cycle, "command buffer '" + rec.name() + "' has a cycle: " + path,
+  throw Error(errc::cycle, "command buffer '" + plan.buffer_name + "' has a cycle: " + path,
               std::move(names));
 }
 
@@ -48,7 +49,7 @@ void compute_levels(Plan& plan) {
   for (auto it = plan.order.rbegin(); it != plan.order.rend(); ++it) {
     std::uint64_t below = 0;
     for (std::uint32_t k : plan.children[*it]) below = std::max(below, plan.bottom[k]);
-    plan.bottom[*it] = below + schedule_weight(plan.command(*it).kind);
+    plan.bottom[*it] = below + schedule_weight(plan.kind(*it));
   }
   // Follow the heaviest continuation from the heaviest source.
   std::int64_t at = -1;
@@ -67,22 +68,23 @@ void compute_levels(Plan& plan) {
 
 using PlanCache = std::map<const Recording*, std::shared_ptr<const Plan>>;
 
-std::shared_ptr<const Plan> build(std::shared_ptr<const Recording> recording, PlanCache& cache) {
-  if (const auto hit = cache.find(recording.get()); hit != cache.end()) return hit->second;
+std::shared_ptr<const Plan> build(const Recording& rec, PlanCache& cache) {
+  if (const auto hit = cache.find(&rec); hit != cache.end()) return hit->second;
   auto plan = std::make_shared<Plan>();
-  const Recording& rec = *recording;
-  plan->recording = std::move(recording);
-  const std::size_t n = rec.commands().size();
+  plan->recording_id = rec.id();
+  plan->buffer_name = rec.name();
+  plan->commands = rec.commands();
+  plan->arguments = rec.arguments();
+  const std::size_t n = plan->commands.size();
 
-  const std::vector<Edge> edges = distinct_edges(rec.edges());
-  plan->edges_recorded = edges.size();
-  OrderResult ordered = topological_order(n, edges);
-  if (!ordered.cycle.empty()) report_cycle(rec, ordered.cycle);
+  plan->edges = distinct_edges(rec.edges());
+  OrderResult ordered = topological_order(n, plan->edges);
+  if (!ordered.cycle.empty()) report_cycle(*plan, ordered.cycle);
   plan->order = std::move(ordered.order);
   plan->position.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) plan->position[plan->order[i]] = i;
 
-  std::vector<Edge> reduced = transitive_reduction(n, edges, plan->position);
+  std::vector<Edge> reduced = transitive_reduction(n, plan->edges, plan->position);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> down, up;
   down.reserve(reduced.size());
   up.reserve(reduced.size());
@@ -94,14 +96,10 @@ std::shared_ptr<const Plan> build(std::shared_ptr<const Recording> recording, Pl
   plan->parents = Adjacency::from_pairs(n, up);
   compute_levels(*plan);
 
-  plan->nested.resize(n);
+  // Bodies recurse, at most max_nesting_depth levels deep (the recording refused deeper).
+  plan->bodies.resize(n);
   for (std::uint32_t c = 0; c < n; ++c) {
-    const Payload& payload = rec.commands()[c].payload;
-    if (const auto* nested = std::get_if<NestedPayload>(&payload)) {
-      plan->nested[c] = build(nested->recording, cache);
-    } else if (const auto* loop = std::get_if<LoopPayload>(&payload)) {
-      plan->nested[c] = build(loop->body, cache);
-    }
+    if (const auto* body = body_of(plan->payload(c))) plan->bodies[c] = build(**body, cache);
   }
   cache.emplace(&rec, plan);
   return plan;
@@ -110,33 +108,29 @@ std::shared_ptr<const Plan> build(std::shared_ptr<const Recording> recording, Pl
 }  // namespace
 
 namespace {
-std::optional<std::string> find_command_in(const Plan& plan, CommandKind kind, const Plan& root) {
+template <class Test>
+std::optional<std::string> find_command_in(const Plan& plan, const Test& test, const Plan& root) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (plan.command(c).kind == kind) return command_label(plan, c, root);
-    if (plan.nested[c]) {
-      if (auto found = find_command_in(*plan.nested[c], kind, root)) return found;
+    if (test(plan.kind(c))) return command_label(plan, c, root);
+    if (const Plan* body = plan.body(c)) {
+      if (auto found = find_command_in(*body, test, root)) return found;
     }
   }
   return std::nullopt;
 }
 }  // namespace
 
+std::optional<std::string> find_command(const Plan& plan, bool (*test)(const KindTraits&)) {
+  return find_command_in(plan, [test](CommandKind k) { return test(traits(k)); }, plan);
+}
+
 std::optional<std::string> find_command(const Plan& plan, CommandKind kind) {
-  return find_command_in(plan, kind, plan);
+  return find_command_in(plan, [kind](CommandKind k) { return k == kind; }, plan);
 }
 
-std::uint64_t schedule_weight(CommandKind kind) noexcept {
-  switch (kind) {
-    case CommandKind::barrier:
-    case CommandKind::event_record:
-    case CommandKind::event_wait: return 0;
-    default: return 1;
-  }
-}
-
-std::shared_ptr<const Plan> build_plan(std::shared_ptr<const Recording> recording) {
+std::shared_ptr<const Plan> build_plan(const Recording& recording) {
   PlanCache cache;
-  return build(std::move(recording), cache);
+  return build(recording, cache);
 }
 
 }  // namespace cmdgraph::detail

@@ -1,9 +1,13 @@
 // Plan: the validated DAG of one recording, topologically ordered and transitively reduced,
-// with the levels and critical path that backends use to schedule. Never calls CUDA.
+// with everything a backend reads: the commands (payloads, names) and their values, levels,
+// the critical path, and the plans of executed buffers and loop bodies. A backend's only
+// input; it never hands the recording itself down. Never calls CUDA.
 #pragma once
 
+#include "command/argument_store.hpp"
+#include "command/edge.hpp"
+#include "command/payloads.hpp"
 #include "plan/adjacency.hpp"
-#include "record/recording.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -13,39 +17,51 @@
 
 namespace cmdgraph::detail {
 
+class Recording;
+
 struct Plan {
-  std::shared_ptr<const Recording> recording;
+  std::uint64_t recording_id = 0;       // the recording it was built from (handles name it)
+  std::string buffer_name;              // the command buffer's name
+  std::vector<CommandRecord> commands;  // in recording order, every one named
+  ArgumentStore arguments;              // the recorded values; executables copy their own
+  std::vector<Edge> edges;              // the distinct recorded edges, before reduction
   std::vector<std::uint32_t> order;     // a topological order of command indices
   std::vector<std::uint32_t> position;  // position[c]: index of c in `order`
   Adjacency children;                   // the transitive reduction
   Adjacency parents;                    // its reverse
-  std::size_t edges_recorded = 0;       // distinct recorded edges (duplicates dropped)
   std::vector<std::uint32_t> level;     // longest chain from a source to c, 0 at sources
   std::uint32_t level_count = 0;
   std::vector<std::uint64_t> bottom;    // weight of the heaviest path from c to a sink, c included
   std::vector<std::uint32_t> critical_path;  // a heaviest source-to-sink path
-  std::vector<std::shared_ptr<const Plan>> nested;  // per command: the plan of its executed buffer or loop body
+  std::vector<std::shared_ptr<const Plan>> bodies;  // per command: the plan of its body, if any
 
-  std::size_t size() const noexcept { return order.size(); }
-  const RecordedCommand& command(std::uint32_t c) const { return recording->commands()[c]; }
-  std::string name(std::uint32_t c) const { return recording->command_name(c); }
+  std::size_t size() const noexcept { return commands.size(); }
+  const CommandRecord& command(std::uint32_t c) const { return commands[c]; }
+  const Payload& payload(std::uint32_t c) const { return commands[c].payload; }
+  CommandKind kind(std::uint32_t c) const noexcept { return kind_of(commands[c].payload); }
+  const std::string& name(std::uint32_t c) const { return commands[c].name; }
+  /// The plan of command c's executed buffer or loop body; null for other kinds.
+  const Plan* body(std::uint32_t c) const noexcept { return bodies[c].get(); }
 };
 
-/// Builds the plan of a recording and of every recording it executes. Throws Error(cycle)
-/// naming the whole cycle. Iterative throughout: a 100,000-command chain is fine.
-std::shared_ptr<const Plan> build_plan(std::shared_ptr<const Recording> recording);
+/// Builds the plan of a recording and of every recording it executes (each once). Throws
+/// Error(cycle) naming the whole cycle. Iterative over commands: a 100,000-command chain is
+/// fine; bodies nest at most max_nesting_depth levels (the recording checked that).
+std::shared_ptr<const Plan> build_plan(const Recording& recording);
 
 /// How errors and traces name command `c` of `plan` in an executable whose top plan is
 /// `root`: its own name at the top level, "buffer/name" inside executed buffers.
 inline std::string command_label(const Plan& plan, std::uint32_t c, const Plan& root) {
-  return &plan == &root ? plan.name(c) : plan.recording->qualified_name(c);
+  return &plan == &root ? plan.name(c) : plan.buffer_name + "/" + plan.name(c);
 }
 
-/// The first command of `kind` in `plan` or in a buffer it executes or loops over, named as
-/// errors name it (see command_label); nullopt when there is none.
+/// The first command of `plan` or of a body it runs whose kind's traits satisfy `test`,
+/// named as errors name it (see command_label); nullopt when there is none.
+std::optional<std::string> find_command(const Plan& plan, bool (*test)(const KindTraits&));
+/// The same for the first command of `kind`.
 std::optional<std::string> find_command(const Plan& plan, CommandKind kind);
 
 /// A scheduling weight per command kind: barriers and event commands cost nothing.
-std::uint64_t schedule_weight(CommandKind kind) noexcept;
+inline std::uint64_t schedule_weight(CommandKind kind) noexcept { return traits(kind).weight; }
 
 }  // namespace cmdgraph::detail

@@ -1,6 +1,7 @@
 // CommandBuffer: record-time validation of each command, then storage in the Recording.
 #include "record/recording.hpp"
 #include "record/validate.hpp"
+#include "sync/access.hpp"
 
 #include <cmdgraph/command_buffer.hpp>
 #include <cmdgraph/error.hpp>
@@ -10,15 +11,9 @@ namespace {
 
 using detail::Recording;
 
-// The name the next command will get by default, for messages about a command that failed
-// validation before it was stored.
-std::string next_name(const Recording& rec, CommandKind kind) {
-  return std::string(to_string(kind)) + "#" + std::to_string(rec.commands().size());
-}
-
 [[noreturn]] void reject(const Recording& rec, CommandKind kind, const std::string& why,
                          errc code = errc::invalid_argument) {
-  const std::string name = next_name(rec, kind);
+  const std::string name = rec.next_name(kind);
   throw Error(code, "command buffer '" + rec.name() + "': " + name + ": " + why, {name});
 }
 
@@ -66,9 +61,9 @@ void CommandBuffer::reset() {
   rec_ = std::move(fresh);
 }
 
-const std::shared_ptr<detail::Recording>& CommandBuffer::recording() const {
-  open(rec_);
-  return rec_;
+const std::shared_ptr<detail::Recording>& detail::recording_of(const CommandBuffer& buffer) {
+  open(buffer.rec_);
+  return buffer.rec_;
 }
 
 detail::CommandRef CommandBuffer::add_kernel(const detail::KernelSpec& spec) {
@@ -80,8 +75,7 @@ detail::CommandRef CommandBuffer::add_kernel(const detail::KernelSpec& spec) {
   detail::ArgumentStore& args = rec.arguments();
   const auto config = args.add_value(spec.config);
   for (std::size_t i = 0; i < spec.param_count; ++i) args.add(spec.params[i]);
-  return rec.add(CommandKind::kernel,
-                 detail::KernelPayload{spec.function, config, config + 1,
+  return rec.add(detail::KernelPayload{spec.function, config, config + 1,
                                        static_cast<std::uint32_t>(spec.param_count)});
 }
 
@@ -93,8 +87,7 @@ detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec
   detail::ArgumentStore& args = rec.arguments();
   const auto functor = args.add(spec.functor);
   args.add_value(spec.count);
-  return rec.add(CommandKind::parallel_for,
-                 detail::ParallelForPayload{functor, spec.host, spec.device_kernel});
+  return rec.add(detail::ParallelForPayload{functor, spec.host, spec.device_kernel});
 }
 
 detail::CommandRef CommandBuffer::add_copy(const detail::CopySpec& spec) {
@@ -102,7 +95,7 @@ detail::CommandRef CommandBuffer::add_copy(const detail::CopySpec& spec) {
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
   require(rec, CommandKind::copy, detail::problem_with(spec));
-  return rec.add(CommandKind::copy, detail::CopyPayload{rec.arguments().add_value(spec)});
+  return rec.add(detail::CopyPayload{rec.arguments().add_value(spec)});
 }
 
 detail::CommandRef CommandBuffer::add_fill(const detail::FillSpec& spec) {
@@ -110,35 +103,35 @@ detail::CommandRef CommandBuffer::add_fill(const detail::FillSpec& spec) {
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
   require(rec, CommandKind::fill, detail::problem_with(spec));
-  return rec.add(CommandKind::fill, detail::FillPayload{rec.arguments().add_value(spec)});
+  return rec.add(detail::FillPayload{rec.arguments().add_value(spec)});
 }
 
 detail::CommandRef CommandBuffer::add_host(std::shared_ptr<detail::HostTask> task) {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
-  return rec.add(CommandKind::host, detail::HostPayload{std::move(task)});
+  return rec.add(detail::HostPayload{std::move(task)});
 }
 
 detail::CommandRef CommandBuffer::add_capture(std::shared_ptr<detail::CaptureTask> task) {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
-  return rec.add(CommandKind::capture, detail::CapturePayload{std::move(task)});
+  return rec.add(detail::CapturePayload{std::move(task)});
 }
 
 Command CommandBuffer::record(const Event& event) {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
-  if (!event.state()) reject(rec, CommandKind::event_record, "moved-from event", errc::invalid_handle);
-  return Command(rec.add(CommandKind::event_record, detail::EventPayload{event.state()}));
+  if (!detail::Access::state(event)) reject(rec, CommandKind::event_record, "moved-from event", errc::invalid_handle);
+  return Command(rec.add(detail::EventRecordPayload{detail::Access::state(event)}));
 }
 
 Command CommandBuffer::wait(const Event& event) {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
-  if (!event.state()) reject(rec, CommandKind::event_wait, "moved-from event", errc::invalid_handle);
-  return Command(rec.add(CommandKind::event_wait, detail::EventPayload{event.state()}));
+  if (!detail::Access::state(event)) reject(rec, CommandKind::event_wait, "moved-from event", errc::invalid_handle);
+  return Command(rec.add(detail::EventWaitPayload{detail::Access::state(event)}));
 }
 
 Command CommandBuffer::execute(CommandBuffer& secondary) {
@@ -149,42 +142,50 @@ Command CommandBuffer::execute(CommandBuffer& secondary) {
     reject(rec, CommandKind::nested, "moved-from secondary command buffer", errc::invalid_handle);
   }
   if (secondary.rec_ == rec_) reject(rec, CommandKind::nested, "a command buffer cannot execute itself");
+  const Recording::ReadGuard reading(*secondary.rec_);
+  rec.require_nestable(CommandKind::nested, *secondary.rec_);
   secondary.rec_->seal();
-  return Command(rec.add(CommandKind::nested, detail::NestedPayload{secondary.rec_}));
+  return Command(rec.add(detail::NestedPayload{secondary.rec_}));
 }
 
-detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::LoopSpec& spec) {
+detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::ConditionSpec& spec) {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
   if (!body.rec_) reject(rec, CommandKind::loop, "moved-from body", errc::invalid_handle);
   if (body.rec_ == rec_) reject(rec, CommandKind::loop, "a command buffer cannot loop over itself");
+  const Recording::ReadGuard reading(*body.rec_);
+  rec.require_nestable(CommandKind::loop, *body.rec_);
   body.rec_->seal();
-  return rec.add(CommandKind::loop, detail::LoopPayload{body.rec_, rec.arguments().add(spec.condition),
-                                                        spec.host, spec.device_kernel});
+  return rec.add(detail::LoopPayload{
+      body.rec_, {rec.arguments().add(spec.condition), spec.host, spec.device_kernel}});
+}
+
+detail::CommandRef CommandBuffer::add_if(CommandBuffer& body, const detail::ConditionSpec& spec) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (!body.rec_) reject(rec, CommandKind::if_then, "moved-from body", errc::invalid_handle);
+  if (body.rec_ == rec_) reject(rec, CommandKind::if_then, "a command buffer cannot run itself");
+  const Recording::ReadGuard reading(*body.rec_);
+  rec.require_nestable(CommandKind::if_then, *body.rec_);
+  body.rec_->seal();
+  return rec.add(detail::IfPayload{
+      body.rec_, {rec.arguments().add(spec.condition), spec.host, spec.device_kernel}});
+}
+
+void CommandBuffer::reject_value(CommandKind kind, const detail::Misfit& misfit) const {
+  const Recording& rec = open(rec_);
+  cmdgraph::reject(rec, kind, misfit.what + " does not fit " +
+                                  (kind == CommandKind::fill ? "the element type, "
+                                                             : "the parameter's type, ") +
+                                  misfit.type);
 }
 
 Command CommandBuffer::barrier() {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
   return Command(rec.add_barrier());
-}
-
-const char* to_string(CommandKind kind) noexcept {
-  switch (kind) {
-    case CommandKind::kernel: return "kernel";
-    case CommandKind::parallel_for: return "parallel_for";
-    case CommandKind::copy: return "copy";
-    case CommandKind::fill: return "fill";
-    case CommandKind::host: return "host";
-    case CommandKind::event_record: return "record";
-    case CommandKind::event_wait: return "wait";
-    case CommandKind::nested: return "execute";
-    case CommandKind::capture: return "capture";
-    case CommandKind::barrier: return "barrier";
-    case CommandKind::loop: return "loop_while";
-  }
-  return "command";
 }
 
 }  // namespace cmdgraph

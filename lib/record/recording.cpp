@@ -23,6 +23,9 @@ Registry& registry() {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
+// An executed buffer's commands sit between two joins once expanded in place.
+std::uint64_t joins_around(CommandKind kind) { return kind == CommandKind::nested ? 2 : 0; }
+
 }  // namespace
 
 Recording::Recording(std::string name) : id_(next_recording_id++), name_(std::move(name)) {}
@@ -35,13 +38,46 @@ void Recording::require_open(const char* action) const {
   }
 }
 
-CommandRef Recording::add(CommandKind kind, Payload payload) {
+std::string Recording::next_name(CommandKind kind) const {
+  return std::string(traits(kind).name) + "#" + std::to_string(commands_.size());
+}
+
+void Recording::require_nestable(CommandKind kind, const Recording& body) const {
+  const std::uint32_t depth = std::max(depth_, body.depth() + 1);
+  const std::uint64_t expanded = expanded_ + 1 + body.expanded_size() + joins_around(kind);
+  if (depth <= max_nesting_depth && expanded <= max_expanded_size) return;
+  const std::string name = next_name(kind);
+  const std::string where = "command buffer " + quoted(name_) + ": " + name + ": ";
+  if (depth > max_nesting_depth) {
+    throw Error(errc::invalid_argument,
+                where + "running '" + body.name() + "' here nests " + std::to_string(depth) +
+                    " levels of executed buffers and loop bodies; at most " +
+                    std::to_string(max_nesting_depth) + " are supported",
+                {name});
+  }
+  throw Error(errc::invalid_argument,
+              where + "executing '" + body.name() + "' here makes " + std::to_string(expanded) +
+                  " commands once executed buffers are expanded; at most " +
+                  std::to_string(max_expanded_size) + " are supported",
+              {name});
+}
+
+CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
+  std::uint32_t depth = depth_;
+  std::uint64_t expanded = expanded_ + 1;
+  if (const auto* body = body_of(payload)) {
+    depth = std::max(depth, (*body)->depth() + 1);
+    expanded += (*body)->expanded_size() + joins_around(kind_of(payload));
+  }
+  std::string name = next_name(kind_of(payload));
   // Make room first: a failed allocation must not leave a command without its barrier edge.
   reserve_edges(1);
-  commands_.push_back({kind, std::move(payload), {}});
+  commands_.push_back({std::move(payload), std::move(name)});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
+  depth_ = depth;
+  expanded_ = expanded;
   return {id_, index};
 }
 
@@ -49,7 +85,8 @@ CommandRef Recording::add_barrier() {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
   reserve_edges((index - segment_begin_) + 1);
-  commands_.push_back({CommandKind::barrier, BarrierPayload{}, {}});
+  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier)});
+  ++expanded_;
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
   for (std::uint32_t i = segment_begin_; i < index; ++i) edges_.push_back({i, index});
   last_barrier_ = index;
@@ -70,28 +107,32 @@ void Recording::add_edge(std::uint32_t parent, std::uint32_t child) {
 
 void Recording::set_name(std::uint32_t index, std::string_view name) {
   require_open("rename commands");
-  commands_[index].name = name;
-}
-
-std::string Recording::command_name(std::uint32_t index) const {
-  const RecordedCommand& c = commands_[index];
-  if (!c.name.empty()) return c.name;
-  return std::string(to_string(c.kind)) + "#" + std::to_string(index);
-}
-
-std::string Recording::qualified_name(std::uint32_t index) const {
-  return name_ + "/" + command_name(index);
+  // An empty name restores the default, so every command always has one.
+  commands_[index].name = name.empty() ? std::string(traits(kind_of(commands_[index].payload)).name) +
+                                             "#" + std::to_string(index)
+                                       : std::string(name);
 }
 
 Recording::UseGuard::UseGuard(const Recording& rec) : rec_(rec) {
-  if (rec_.users_.fetch_add(1, std::memory_order_acquire) != 0) {
-    rec_.users_.fetch_sub(1, std::memory_order_release);
+  if (rec_.users_.fetch_add(1) != 0 || rec_.readers_.load() != 0) {
+    rec_.users_.fetch_sub(1);
     throw Error(errc::concurrent_use, "command buffer " + quoted(rec_.name_) +
-                                          " is being recorded by two threads at once");
+                                          " is being used by two threads at once");
   }
 }
 
-Recording::UseGuard::~UseGuard() { rec_.users_.fetch_sub(1, std::memory_order_release); }
+Recording::UseGuard::~UseGuard() { rec_.users_.fetch_sub(1); }
+
+Recording::ReadGuard::ReadGuard(const Recording& rec) : rec_(rec) {
+  rec_.readers_.fetch_add(1);
+  if (rec_.users_.load() != 0) {
+    rec_.readers_.fetch_sub(1);
+    throw Error(errc::concurrent_use, "command buffer " + quoted(rec_.name_) +
+                                          " is executed while another thread records into it");
+  }
+}
+
+Recording::ReadGuard::~ReadGuard() { rec_.readers_.fetch_sub(1); }
 
 void register_recording(Recording& rec) {
   Registry& r = registry();
@@ -103,6 +144,16 @@ void unregister_recording(const Recording& rec) noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   r.open.erase(rec.id());
+}
+
+std::string describe_handle(CommandRef ref) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  const auto it = r.open.find(ref.recording);
+  if (it == r.open.end() || ref.index >= it->second->commands().size()) {
+    return "#" + std::to_string(ref.index) + " of a destroyed or reset command buffer";
+  }
+  return it->second->name() + "/" + it->second->command_name(ref.index);
 }
 
 Recording& resolve(CommandRef ref) {

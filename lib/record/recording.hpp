@@ -1,11 +1,12 @@
-// Recording: what a CommandBuffer holds, commands with their payloads, names and edges.
-// The build stage reads it; once sealed it is immutable and shared by every plan built from it.
+// Recording: what a CommandBuffer holds, commands (payload and name) and edges, plus what
+// recording needs: barrier segments, nesting bounds, the registry handles resolve through.
+// The build stage reads it; once sealed it is immutable.
 #pragma once
 
-#include "record/argument_store.hpp"
+#include "command/edge.hpp"
+#include "command/payloads.hpp"
 
 #include <cmdgraph/command.hpp>
-#include <cmdgraph/detail/specs.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -14,68 +15,9 @@
 #include <optional>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
 
 namespace cmdgraph::detail {
-
-class EventState;
-class Recording;
-
-// Payloads keep what never changes; values update() may change live in the ArgumentStore
-// and are named by slot.
-struct KernelPayload {
-  const void* function;
-  ArgumentStore::Slot config;       // LaunchConfig
-  ArgumentStore::Slot first_param;  // then param_count consecutive slots
-  std::uint32_t param_count;
-};
-struct ParallelForPayload {
-  ArgumentStore::Slot functor;  // the kernel's (f, n): functor, then the count (std::size_t)
-  HostInvoke host;
-  const void* device_kernel;
-  ArgumentStore::Slot count() const noexcept { return functor + 1; }
-};
-struct CopyPayload {
-  ArgumentStore::Slot spec;  // CopySpec
-};
-struct FillPayload {
-  ArgumentStore::Slot spec;  // FillSpec
-};
-struct HostPayload {
-  std::shared_ptr<HostTask> task;
-};
-struct EventPayload {
-  std::shared_ptr<EventState> event;
-};
-struct NestedPayload {
-  std::shared_ptr<const Recording> recording;
-};
-struct CapturePayload {
-  std::shared_ptr<CaptureTask> task;
-};
-struct BarrierPayload {};
-struct LoopPayload {
-  std::shared_ptr<const Recording> body;
-  ArgumentStore::Slot condition;  // the condition functor
-  HostCondition host;
-  const void* device_kernel;
-};
-
-using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, FillPayload,
-                             HostPayload, EventPayload, NestedPayload, CapturePayload,
-                             BarrierPayload, LoopPayload>;
-
-struct RecordedCommand {
-  CommandKind kind;
-  Payload payload;
-  std::string name;  // empty: the default "kind#index"
-};
-
-struct Edge {
-  std::uint32_t parent;
-  std::uint32_t child;
-};
 
 class Recording {
  public:
@@ -86,12 +28,16 @@ class Recording {
 
   std::uint64_t id() const noexcept { return id_; }
   const std::string& name() const noexcept { return name_; }
-  bool sealed() const noexcept { return sealed_; }
-  void seal() noexcept { sealed_ = true; }
-  void unseal() noexcept { sealed_ = false; }
+  bool sealed() const noexcept { return sealed_.load(std::memory_order_acquire); }
+  /// Seals the recording; safe from several threads reading it at once (see ReadGuard).
+  void seal() noexcept { sealed_.store(true, std::memory_order_release); }
 
-  /// Appends a command, after the last barrier if there is one. Throws when sealed.
-  CommandRef add(CommandKind kind, Payload payload);
+  /// Appends a command, after the last barrier if there is one. Throws when sealed. A command
+  /// with a body must have passed require_nestable.
+  CommandRef add(Payload payload);
+  /// Throws Error(invalid_argument) naming the next command when running `body` as that
+  /// command would nest deeper than max_nesting_depth or expand past max_expanded_size.
+  void require_nestable(CommandKind kind, const Recording& body) const;
   /// Adds parent -> child; validates both.
   void add_edge(std::uint32_t parent, std::uint32_t child);
   /// Room for `count` more edges, so adding them cannot fail half-way. Grows geometrically:
@@ -107,11 +53,16 @@ class Recording {
   void set_name(std::uint32_t index, std::string_view name);
 
   /// The command's name: its own, or "kind#index".
-  std::string command_name(std::uint32_t index) const;
-  /// "buffer/command", for messages about commands of nested buffers.
-  std::string qualified_name(std::uint32_t index) const;
+  const std::string& command_name(std::uint32_t index) const { return commands_[index].name; }
+  /// The name the next command will get by default, for a command refused before it exists.
+  std::string next_name(CommandKind kind) const;
 
-  const std::vector<RecordedCommand>& commands() const noexcept { return commands_; }
+  /// Levels of executed buffers and loop bodies below this one (0: none).
+  std::uint32_t depth() const noexcept { return depth_; }
+  /// Commands once every executed buffer is expanded in place (loop bodies counted once).
+  std::uint64_t expanded_size() const noexcept { return expanded_; }
+
+  const std::vector<CommandRecord>& commands() const noexcept { return commands_; }
   const std::vector<Edge>& edges() const noexcept { return edges_; }
   const ArgumentStore& arguments() const noexcept { return arguments_; }
   ArgumentStore& arguments() noexcept { return arguments_; }
@@ -119,7 +70,8 @@ class Recording {
   /// Throws Error(wrong_state) when sealed, naming the buffer and what was attempted.
   void require_open(const char* action) const;
 
-  /// Raises Error(concurrent_use) when another thread is inside a recording call.
+  /// Held by a call that changes the recording (recording, compile, update); raises
+  /// Error(concurrent_use) when another thread is inside such a call or reads it as a body.
   class UseGuard {
    public:
     explicit UseGuard(const Recording& rec);
@@ -130,22 +82,49 @@ class Recording {
    private:
     const Recording& rec_;
   };
+  /// Held by a call that reads the recording as a body (execute, loop_while); several may read
+  /// at once, from several threads; raises Error(concurrent_use) while a UseGuard is held.
+  class ReadGuard {
+   public:
+    explicit ReadGuard(const Recording& rec);
+    ~ReadGuard();
+    ReadGuard(const ReadGuard&) = delete;
+    ReadGuard& operator=(const ReadGuard&) = delete;
+
+   private:
+    const Recording& rec_;
+  };
 
  private:
   std::uint64_t id_;
   std::string name_;
-  bool sealed_ = false;
-  std::vector<RecordedCommand> commands_;
+  std::atomic<bool> sealed_{false};
+  std::vector<CommandRecord> commands_;
   std::vector<Edge> edges_;
   ArgumentStore arguments_;
   std::optional<std::uint32_t> last_barrier_;
   std::uint32_t segment_begin_ = 0;  // first command after the last barrier
+  std::uint32_t depth_ = 0;
+  std::uint64_t expanded_ = 0;
+  // Changing and reading calls in progress: each side increments its own count, then looks at
+  // the other's (sequentially consistent), so two that overlap cannot both miss each other.
   mutable std::atomic<int> users_{0};
+  mutable std::atomic<int> readers_{0};
 };
+
+/// Deepest nesting of executed buffers and loop bodies a recording may have: every stage walks
+/// bodies recursively, and a bound keeps each walk's stack small (1 KiB a level at most).
+inline constexpr std::uint32_t max_nesting_depth = 64;
+/// Most commands a recording may expand to (executed buffers in place, each loop body once):
+/// executing a buffer twice per level doubles the size with every level.
+inline constexpr std::uint64_t max_expanded_size = 10'000'000;
 
 /// The open recording behind a handle, or Error: invalid (default, moved-from), stale
 /// (its buffer was destroyed or reset). Open recordings are registered by their buffers.
 Recording& resolve(CommandRef ref);
+/// How messages name the command behind a handle of any buffer: "buffer/name" while its
+/// buffer is open, "#index of a destroyed or reset buffer" after.
+std::string describe_handle(CommandRef ref);
 void register_recording(Recording& rec);
 void unregister_recording(const Recording& rec) noexcept;
 

@@ -1,15 +1,21 @@
-// Value rules for kernels, copies and fills.
+// Value rules for kernels, copies and fills: counts within views (in elements), no overlapping
+// copies, non-zero launch dimensions, fill widths.
 #include "record/validate.hpp"
+
+#include <cstdint>
+#include <string>
 
 namespace cmdgraph::detail {
 namespace {
 
 std::string problem_with(const MemoryRange& r, const char* role) {
-  if (r.bytes == 0) return std::string("zero-size ") + role;
+  if (r.count == 0) return std::string("zero-size ") + role;
   if (r.data == nullptr) return std::string("null ") + role;
-  if (r.bytes > r.capacity) {
-    return std::string(role) + " holds " + std::to_string(r.capacity) +
-           " bytes, the command needs " + std::to_string(r.bytes);
+  // In elements: count * element_size may overflow, capacity / element_size cannot.
+  const std::size_t holds = r.capacity / r.element_size;
+  if (r.count > holds) {
+    return std::string(role) + " holds " + std::to_string(holds) + " elements (" +
+           std::to_string(r.capacity) + " bytes), the command needs " + std::to_string(r.count);
   }
   return {};
 }
@@ -27,7 +33,18 @@ std::string problem_with(const LaunchConfig& config) {
 
 std::string problem_with(const CopySpec& copy) {
   std::string p = problem_with(copy.dst, "destination");
-  return p.empty() ? problem_with(copy.src, "source") : p;
+  if (p.empty()) p = problem_with(copy.src, "source");
+  if (!p.empty()) return p;
+  // cudaMemcpy leaves overlapping copies undefined; with unified addressing, two ranges of
+  // any spaces overlap exactly when their addresses do.
+  const auto dst = reinterpret_cast<std::uintptr_t>(copy.dst.data);
+  const auto src = reinterpret_cast<std::uintptr_t>(copy.src.data);
+  const std::size_t bytes = copy.dst.bytes;
+  if (dst < src + bytes && src < dst + bytes) {
+    return "source and destination overlap (" + std::to_string(bytes) + " bytes each, " +
+           std::to_string(dst > src ? dst - src : src - dst) + " bytes apart)";
+  }
+  return {};
 }
 
 std::string problem_with(const FillSpec& fill) {

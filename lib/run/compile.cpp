@@ -1,4 +1,5 @@
-// compile(): drives the stages, record -> plan -> backend, and times each.
+// compile(): drives the stages, record -> plan -> backend (chosen from the plan before lowering),
+// and times each.
 #include "backend/host/host_backend.hpp"
 #include "observe/nvtx.hpp"
 #if CMDGRAPH_HAVE_CUDA
@@ -29,7 +30,7 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
   if (device.is_host()) {
     if (options.backend != Backend::automatic && options.backend != Backend::host) {
       throw Error(errc::unsupported, std::string("backend ") + to_string(options.backend) +
-                                         " needs a CUDA device; '" + plan->recording->name() +
+                                         " needs a CUDA device; '" + plan->buffer_name +
                                          "' was compiled for the host");
     }
     stats.backend_reason = options.backend == Backend::host ? "requested" : "host device";
@@ -41,27 +42,31 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
   }
 #if CMDGRAPH_HAVE_CUDA
   const detail::cuda::ScopedDevice on(device.ordinal());
-  switch (options.backend) {
-    case Backend::streams:
-      stats.backend_reason = "requested";
-      return detail::lower_to_streams(std::move(plan), device, options, std::move(stats));
-    case Backend::cuda_graph:
-      stats.backend_reason = "requested";
-      return detail::lower_to_cuda_graph(std::move(plan), device, options, std::move(stats));
-    default:
-      break;
-  }
-  // Automatic: a graph, unless a command cannot become a graph node; then streams, which run
-  // it at each launch instead.
-  try {
-    stats.backend_reason = "CUDA device: one graph launch per run";
-    return detail::lower_to_cuda_graph(plan, device, options, stats);
-  } catch (const Error& e) {
-    // Streams cannot run loops: for a buffer with one, the graph's reason is the answer.
-    if (e.code() != errc::unsupported || detail::find_command(*plan, CommandKind::loop)) throw;
-    stats.backend_reason = std::string("streams, because ") + e.what();
+  if (options.backend == Backend::streams) {
+    stats.backend_reason = "requested";
     return detail::lower_to_streams(std::move(plan), device, options, std::move(stats));
   }
+  // What stream capture makes of each capture command is the one fact the plan cannot tell:
+  // capture them first, once, and decide from that.
+  detail::Captures captures = detail::capture_all(*plan, device.ordinal());
+  if (options.backend == Backend::cuda_graph) {
+    if (captures.refusal) throw *captures.refusal;
+    stats.backend_reason = "requested";
+  } else if (!captures.refusal) {
+    stats.backend_reason = "CUDA device: one graph launch per run";
+  } else if (detail::find_command(*plan, [](const detail::KindTraits& t) {
+               return t.device_decided;
+             })) {
+    // Streams cannot run conditional bodies: for a buffer with one, the capture's refusal is
+    // the answer.
+    throw *captures.refusal;
+  } else {
+    // Streams run the capture's callable at each launch instead.
+    stats.backend_reason = std::string("streams, because ") + captures.refusal->what();
+    return detail::lower_to_streams(std::move(plan), device, options, std::move(stats));
+  }
+  return detail::lower_to_cuda_graph(std::move(plan), device, options, std::move(stats),
+                                     std::move(captures));
 #else
   throw Error(errc::unsupported, "this build of cmdgraph has no CUDA backends");
 #endif
@@ -70,16 +75,16 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
 }  // namespace
 
 Executable compile(CommandBuffer& commands, Device device, const CompileOptions& options) {
-  const std::shared_ptr<detail::Recording>& rec = commands.recording();
+  const std::shared_ptr<detail::Recording>& rec = detail::recording_of(commands);
   const detail::Recording::UseGuard guard(*rec);
   const detail::NvtxRange range("compile " + rec->name());
 
   ExecutableStats stats;
   const auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<const detail::Plan> plan = detail::build_plan(rec);
+  std::shared_ptr<const detail::Plan> plan = detail::build_plan(*rec);
   stats.plan_ms = ms_since(start);
   stats.commands = plan->size();
-  stats.edges_recorded = plan->edges_recorded;
+  stats.edges_recorded = plan->edges.size();
   stats.edges_reduced = plan->children.edges();
   stats.levels = plan->level_count;
 

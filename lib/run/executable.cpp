@@ -1,12 +1,16 @@
 // Executable: the public face over a backend's ExecutableImpl.
 #include "backend/executable_impl.hpp"
 #include "observe/nvtx.hpp"
+#include "sync/access.hpp"
 #include "sync/event_state.hpp"
 #include "sync/queue_state.hpp"
 #include "sync/semaphore_state.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/queue.hpp>
+
+#include <utility>
+#include <vector>
 
 namespace cmdgraph {
 
@@ -22,27 +26,70 @@ detail::ExecutableImpl& Executable::impl() const {
   return *impl_;
 }
 
+namespace {
+
+// The signal values a submission claims, withdrawn again unless it is enqueued: a failed
+// submit changes nothing.
+class SignalClaims {
+ public:
+  SignalClaims(const detail::ExecutableImpl& exe, const SubmitInfo& info) {
+    claims_.reserve(info.signal.size());
+    try {
+      for (const SemaphoreValue& s : info.signal) {
+        if (!s.semaphore) {
+          throw Error(errc::invalid_handle,
+                      "launch of '" + exe.name() + "' signals a moved-from semaphore");
+        }
+        claims_.push_back({s.semaphore.get(), s.value, s.semaphore->reserve_signal(s.value)});
+      }
+    } catch (...) {
+      cancel();  // no destructor runs for a constructor that throws
+      throw;
+    }
+  }
+  SignalClaims(const SignalClaims&) = delete;
+  SignalClaims& operator=(const SignalClaims&) = delete;
+  ~SignalClaims() {
+    if (!kept_) cancel();
+  }
+  void keep() noexcept { kept_ = true; }
+
+ private:
+  void cancel() noexcept {
+    for (auto it = claims_.rbegin(); it != claims_.rend(); ++it) {
+      it->semaphore->cancel_signal(it->value, it->previous);
+    }
+  }
+
+  struct Claim {
+    detail::SemaphoreState* semaphore;
+    std::uint64_t value, previous;
+  };
+  std::vector<Claim> claims_;
+  bool kept_ = false;
+};
+
+}  // namespace
+
 Fence Executable::launch(Queue& queue, const SubmitInfo& info) {
   detail::ExecutableImpl& exe = impl();
-  const std::shared_ptr<detail::QueueState>& q = queue.shared_state();
+  const detail::ExecutableImpl::Sharing sharing(exe);
+  const std::shared_ptr<detail::QueueState>& q = detail::Access::state(queue);
+  if (!q) throw Error(errc::invalid_handle, "a moved-from queue was used");
   if (!(q->device() == exe.device())) {
     throw Error(errc::device_mismatch, "executable '" + exe.name() + "' was compiled for " +
                                            exe.device().name() + " but the queue is on " +
                                            q->device().name());
   }
   for (const SemaphoreValue& w : info.wait) {
-    if (!w.semaphore || !w.semaphore->state()) {
+    if (!w.semaphore) {
       throw Error(errc::invalid_handle, "launch of '" + exe.name() + "' waits on a moved-from semaphore");
     }
   }
-  for (const SemaphoreValue& s : info.signal) {
-    if (!s.semaphore || !s.semaphore->state()) {
-      throw Error(errc::invalid_handle, "launch of '" + exe.name() + "' signals a moved-from semaphore");
-    }
-    s.semaphore->state()->reserve_signal(s.value);
-  }
+  SignalClaims claims(exe, info);
   const detail::NvtxRange range(exe.name());
   Fence fence = exe.launch(q, info);
+  claims.keep();
   for (const auto& event : exe.recorded_events()) event->note_recorded();
   return fence;
 }
@@ -51,8 +98,10 @@ Backend Executable::backend() const { return impl().stats().backend; }
 Device Executable::device() const { return impl().device(); }
 const std::string& Executable::name() const { return impl().name(); }
 const ExecutableStats& Executable::stats() const { return impl().stats(); }
-Executable Executable::clone() const { return Executable(impl().clone()); }
-
+Executable Executable::clone() const {
+  const detail::ExecutableImpl::Sharing sharing(impl());
+  return Executable(impl().clone());
+}
 
 const char* to_string(Backend backend) noexcept {
   switch (backend) {

@@ -1,6 +1,7 @@
 // Executable's updates: find the command, check the new values, write them, let the backend
 // apply them.
 #include "plan/plan.hpp"
+#include "record/recording.hpp"
 #include "record/validate.hpp"
 #include "backend/executable_impl.hpp"
 
@@ -14,26 +15,31 @@ namespace {
 
 using detail::ExecutableImpl;
 
-// The root command `ref` names in `exe`, checked to be of kind `kind`.
-std::uint32_t locate(const ExecutableImpl& exe, detail::CommandRef ref, CommandKind kind) {
+// The root command `ref` names in `exe`, checked to be a P; its index and payload.
+template <class P>
+std::pair<std::uint32_t, const P&> locate(const ExecutableImpl& exe, detail::CommandRef ref) {
   if (ref.recording == 0) {
     throw Error(errc::invalid_handle, "update of executable '" + exe.name() +
                                           "' with a default-constructed or moved-from handle");
   }
   const detail::Plan& plan = exe.plan();
-  if (ref.recording != plan.recording->id() || ref.index >= plan.size()) {
+  if (ref.recording != plan.recording_id || ref.index >= plan.size()) {
+    const std::string name = detail::describe_handle(ref);
     throw Error(errc::foreign_handle,
-                "command #" + std::to_string(ref.index) + " is not a command of executable '" +
-                    exe.name() + "' (only commands of the buffer it was compiled from or last "
-                    "updated with can be updated)");
+                "command '" + name + "' is not a command of executable '" + exe.name() +
+                    "' (only commands of the buffer it was compiled from or last updated with "
+                    "can be updated)",
+                {name});
   }
-  if (plan.command(ref.index).kind != kind) {
+  static_assert(P::traits.updatable);
+  const auto* payload = std::get_if<P>(&plan.payload(ref.index));
+  if (!payload) {
     throw Error(errc::invalid_argument, "command '" + plan.name(ref.index) + "' is a " +
-                                            to_string(plan.command(ref.index).kind) + ", not a " +
-                                            to_string(kind),
+                                            to_string(plan.kind(ref.index)) + ", not a " +
+                                            to_string(P::traits.kind),
                 {plan.name(ref.index)});
   }
-  return ref.index;
+  return {ref.index, *payload};
 }
 
 void require(const ExecutableImpl& exe, std::uint32_t c, const std::string& problem) {
@@ -48,8 +54,8 @@ void require(const ExecutableImpl& exe, std::uint32_t c, const std::string& prob
 void Executable::update_kernel_arguments(detail::CommandRef command,
                                          const detail::KernelParam* params, std::size_t count) {
   ExecutableImpl& exe = impl();
-  const std::uint32_t c = locate(exe, command, CommandKind::kernel);
-  const auto& k = std::get<detail::KernelPayload>(exe.plan().command(c).payload);
+  const ExecutableImpl::Updating updating(exe);
+  const auto [c, k] = locate<detail::KernelPayload>(exe, command);
   detail::ArgumentStore& args = exe.arguments_for_update();
   for (std::size_t i = 0; i < count && i < k.param_count; ++i) {
     args.assign(k.first_param + static_cast<std::uint32_t>(i), params[i].value);
@@ -59,9 +65,9 @@ void Executable::update_kernel_arguments(detail::CommandRef command,
 
 void Executable::update_launch_config(detail::CommandRef command, const LaunchConfig& config) {
   ExecutableImpl& exe = impl();
-  const std::uint32_t c = locate(exe, command, CommandKind::kernel);
+  const ExecutableImpl::Updating updating(exe);
+  const auto [c, k] = locate<detail::KernelPayload>(exe, command);
   require(exe, c, detail::problem_with(config));
-  const auto& k = std::get<detail::KernelPayload>(exe.plan().command(c).payload);
   exe.arguments_for_update().assign(k.config, &config);
   exe.apply_update(c);
 }
@@ -70,9 +76,9 @@ void Executable::update_parallel_for(detail::CommandRef command,
                                      const detail::KernelParam& functor,
                                      const std::size_t* count) {
   ExecutableImpl& exe = impl();
-  const std::uint32_t c = locate(exe, command, CommandKind::parallel_for);
+  const ExecutableImpl::Updating updating(exe);
+  const auto [c, pf] = locate<detail::ParallelForPayload>(exe, command);
   if (count && *count == 0) require(exe, c, "zero-size range");
-  const auto& pf = std::get<detail::ParallelForPayload>(exe.plan().command(c).payload);
   detail::ArgumentStore& args = exe.arguments_for_update();
   args.assign(pf.functor, functor.value);
   if (count) args.assign(pf.count(), count);
@@ -81,30 +87,45 @@ void Executable::update_parallel_for(detail::CommandRef command,
 
 void Executable::update_copy(detail::CommandRef command, const detail::CopySpec& spec) {
   ExecutableImpl& exe = impl();
-  const std::uint32_t c = locate(exe, command, CommandKind::copy);
+  const ExecutableImpl::Updating updating(exe);
+  const auto [c, copy] = locate<detail::CopyPayload>(exe, command);
   require(exe, c, detail::problem_with(spec));
   exe.check_memory(c, spec.dst);
   exe.check_memory(c, spec.src);
-  exe.arguments_for_update().assign(std::get<detail::CopyPayload>(exe.plan().command(c).payload).spec,
-                                    &spec);
+  exe.arguments_for_update().assign(copy.spec, &spec);
   exe.apply_update(c);
 }
 
 void Executable::update_fill(detail::CommandRef command, const detail::FillSpec& spec) {
   ExecutableImpl& exe = impl();
-  const std::uint32_t c = locate(exe, command, CommandKind::fill);
+  const ExecutableImpl::Updating updating(exe);
+  const auto [c, fill] = locate<detail::FillPayload>(exe, command);
   require(exe, c, detail::problem_with(spec));
   exe.check_memory(c, spec.dst);
-  exe.arguments_for_update().assign(std::get<detail::FillPayload>(exe.plan().command(c).payload).spec,
-                                    &spec);
+  exe.arguments_for_update().assign(fill.spec, &spec);
   exe.apply_update(c);
+}
+
+void Executable::reject_value(detail::CommandRef command, CommandKind kind,
+                              const detail::Misfit& misfit) {
+  ExecutableImpl& exe = impl();
+  const std::uint32_t c = kind == CommandKind::fill
+                              ? locate<detail::FillPayload>(exe, command).first
+                              : locate<detail::KernelPayload>(exe, command).first;
+  const std::string name = exe.plan().name(c);
+  throw Error(errc::invalid_argument,
+              "update of command '" + name + "': " + misfit.what + " does not fit " +
+                  (kind == CommandKind::fill ? "the element type, " : "the parameter's type, ") +
+                  misfit.type,
+              {name});
 }
 
 UpdateResult Executable::update(CommandBuffer& rerecorded, const UpdateOptions& options) {
   ExecutableImpl& exe = impl();
-  const std::shared_ptr<detail::Recording>& rec = rerecorded.recording();
+  const ExecutableImpl::Updating updating(exe);
+  const std::shared_ptr<detail::Recording>& rec = detail::recording_of(rerecorded);
   const detail::Recording::UseGuard guard(*rec);
-  auto plan = detail::build_plan(rec);
+  auto plan = detail::build_plan(*rec);
   UpdateResult result = exe.update_from(std::move(plan), options);
   rec->seal();
   return result;

@@ -15,17 +15,18 @@ Profile Executable::last_profile() const { return impl().last_profile(); }
 void Executable::write_dot(const std::string& path, const DotOptions& options) const {
   const detail::ExecutableImpl& exe = impl();
   std::optional<Profile> profile;
-  if (options.timings) {
+  if (options.timings && exe.profiling()) {
     try {
       profile = exe.last_profile();
     } catch (const Error& e) {
-      if (e.code() != errc::wrong_state) throw;  // not profiled, or not launched yet
+      if (e.code() != errc::wrong_state) throw;  // not launched yet
     }
   }
   const std::string dot =
       detail::plan_dot(exe.plan(), exe.command_lanes(), profile ? &*profile : nullptr, options);
   std::ofstream f(path, std::ios::binary);
   f << dot;
+  f.close();  // buffered bytes reach the file here: a full disk shows only now
   if (!f) throw Error(errc::invalid_argument, "could not write '" + path + "'");
 }
 

@@ -1,11 +1,12 @@
 // The public Event: readiness, waits and timing on either kind of device.
 #include "sync/event_state.hpp"
+#include "sync/thread_pool.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/event.hpp>
 
 #if CMDGRAPH_HAVE_CUDA
-#include "cuda/check.hpp"
+#include "cuda/stream_ops.hpp"
 #endif
 
 namespace cmdgraph {
@@ -22,6 +23,17 @@ detail::EventState& checked(const std::shared_ptr<detail::EventState>& state) {
   if (!state) throw Error(errc::invalid_handle, "a moved-from event was used");
   return *state;
 }
+// elapsed() from a later event to an earlier one is a mistake in the caller's order.
+std::chrono::duration<double, std::milli> backwards_checked(
+    std::chrono::duration<double, std::milli> elapsed) {
+  if (elapsed.count() < 0) {
+    throw Error(errc::invalid_argument,
+                "Event::elapsed(start, stop): stop was reached before start (by " +
+                    std::to_string(-elapsed.count()) + " ms); swap the arguments");
+  }
+  return elapsed;
+}
+
 }  // namespace
 
 bool Event::ready() const {
@@ -29,7 +41,7 @@ bool Event::ready() const {
   if (!e.ever_recorded()) return false;
 #if CMDGRAPH_HAVE_CUDA
   if (e.device().is_cuda()) {
-    const cudaError_t s = detail::cuda::try_call([&] { return cudaEventQuery(e.native()); });
+    const cudaError_t s = detail::cuda::query_event(e.native());
     if (s == cudaErrorNotReady) return false;
     if (s != cudaSuccess) detail::cuda::fail(s, "cudaEventQuery", detail::cuda::no_command);
     return true;
@@ -40,9 +52,15 @@ bool Event::ready() const {
 
 void Event::wait() const {
   detail::EventState& e = checked(state_);
+  if (!e.ever_recorded()) {
+    throw Error(errc::wrong_state, "Event::wait: the event was never recorded, so nothing could "
+                                   "ever make it ready");
+  }
 #if CMDGRAPH_HAVE_CUDA
   if (e.device().is_cuda()) {
-    CMDGRAPH_CUDA(detail::cuda::no_command, cudaEventSynchronize, e.native());
+    const detail::BlockingWait blocking;
+    const cudaError_t s = detail::cuda::synchronize_event(e.native());
+    if (s != cudaSuccess) detail::cuda::fail(s, "cudaEventSynchronize", detail::cuda::no_command);
     return;
   }
 #endif
@@ -69,13 +87,12 @@ std::chrono::duration<double, std::milli> Event::elapsed(const Event& start, con
   stop.wait();
 #if CMDGRAPH_HAVE_CUDA
   if (a.device().is_cuda()) {
-    float ms = 0;
-    CMDGRAPH_CUDA(detail::cuda::no_command, cudaEventElapsedTime, &ms, a.native(), b.native());
-    return std::chrono::duration<double, std::milli>(ms);
+    const float ms = detail::cuda::elapsed_ms(a.native(), b.native(), detail::cuda::no_command);
+    return backwards_checked(std::chrono::duration<double, std::milli>(ms));
   }
 #endif
   start.wait();
-  return b.finished_at() - a.finished_at();
+  return backwards_checked(b.finished_at() - a.finished_at());
 }
 
 }  // namespace cmdgraph

@@ -1,6 +1,12 @@
 // EventState's host generations and CUDA handle.
 #include "sync/event_state.hpp"
 
+#include "sync/thread_pool.hpp"
+
+#if CMDGRAPH_HAVE_CUDA
+#include "cuda/stream_ops.hpp"
+#endif
+
 namespace cmdgraph::detail {
 
 EventState::EventState(Device device, bool timing) : device_(device), timing_(timing) {
@@ -14,6 +20,14 @@ NativeEvent EventState::native() const noexcept {
   return native_.get();
 #else
   return nullptr;
+#endif
+}
+
+bool EventState::device_reached() const noexcept {
+#if CMDGRAPH_HAVE_CUDA
+  return cuda::query_event(native()) != cudaErrorNotReady;
+#else
+  return true;
 #endif
 }
 
@@ -60,6 +74,8 @@ bool EventState::finished(std::uint64_t target) const {
 }
 
 void EventState::wait_finished(std::uint64_t target) {
+  if (finished(target)) return;
+  const BlockingWait blocking;
   std::unique_lock lock(mutex_);
   finished_cv_.wait(lock, [&] { return finished_ >= target; });
 }

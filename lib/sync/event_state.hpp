@@ -34,6 +34,8 @@ class EventState {
   /// CUDA: notes that a record of this event has been enqueued.
   void note_recorded() noexcept { recorded_.store(true, std::memory_order_release); }
   bool ever_recorded() const noexcept;
+  /// CUDA: true once the most recent record has been reached (a fault counts as reached).
+  bool device_reached() const noexcept;
 
   // Host generations.
   /// A record that will finish later (e.g. queued behind other work); returns its generation.

@@ -1,4 +1,5 @@
 // The public Fence: waits, and continuations that run on the callback thread.
+#include "error/task_failure.hpp"
 #include "sync/fence_state.hpp"
 #include "sync/thread_pool.hpp"
 
@@ -34,7 +35,7 @@ Fence Fence::then_impl(std::function<void(std::exception_ptr)> callback) const {
     try {
       callback(error);
     } catch (...) {
-      error = std::current_exception();
+      error = detail::callback_failure();
     }
     next->complete(error);
   };
@@ -69,7 +70,7 @@ std::future<void> Fence::to_future() const {
 
 void Fence::Awaiter::await_suspend(std::coroutine_handle<> handle) const {
   // Resume on the callback thread, never on a worker or CUDA's callback thread.
-  fence->state()->on_complete(
+  fence->state_->on_complete(
       [handle] { detail::callback_thread().post([handle] { handle.resume(); }); });
 }
 

@@ -1,9 +1,11 @@
 // FenceState in both modes, and the public Fence over it.
 #include "sync/fence_state.hpp"
 
+#include "sync/deadline.hpp"
 #include "sync/watcher.hpp"
 #include "sync/poll.hpp"
 #include "sync/queue_state.hpp"
+#include "sync/thread_pool.hpp"
 
 #include <exception>
 
@@ -42,11 +44,11 @@ bool FenceState::done() {
 }
 
 void FenceState::wait() {
+  if (done()) return;
+  const BlockingWait blocking;
   if (device_) {
-    if (!done()) {
-      device_->synchronize();
-      resolve();
-    }
+    device_->synchronize();
+    resolve();
     return;
   }
   std::unique_lock lock(mutex_);
@@ -54,10 +56,13 @@ void FenceState::wait() {
 }
 
 bool FenceState::wait_for(std::chrono::nanoseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = deadline_after(timeout);
+  if (done()) return true;
+  if (timeout <= std::chrono::nanoseconds::zero()) return false;
+  const BlockingWait blocking;
   if (device_) return poll_until(deadline, [&] { return done(); });
   std::unique_lock lock(mutex_);
-  return cv_.wait_until(lock, deadline, [&] { return done_; });
+  return wait_until_deadline(cv_, lock, deadline, [&] { return done_; });
 }
 
 std::exception_ptr FenceState::error() {

@@ -1,5 +1,6 @@
 // poll_until: timed waits where CUDA offers none (events, streams): query, backing off from
-// 1 us to 1 ms, until done or the deadline.
+// 1 us to 1 ms, until done or the deadline (from deadline_after: time_point::max() never
+// passes, and `deadline - now` cannot overflow once now < deadline).
 #pragma once
 
 #include <algorithm>

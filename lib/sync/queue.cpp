@@ -1,4 +1,5 @@
 // The public Queue and QueuePool.
+#include "sync/access.hpp"
 #include "sync/event_state.hpp"
 #include "sync/queue_state.hpp"
 
@@ -7,50 +8,53 @@
 #include <cmdgraph/executable.hpp>
 #include <cmdgraph/queue.hpp>
 
+#include <string>
+
 namespace cmdgraph {
 
-Queue::Queue(Device device, Priority priority)
-    : state_(std::make_shared<detail::QueueState>(device, priority)) {}
+Queue::Queue(Device device, Priority priority) : state_(detail::make_queue(device, priority)) {}
 Queue::Queue(Device device, int native_priority)
-    : state_(std::make_shared<detail::QueueState>(device, native_priority)) {}
+    : state_(detail::make_queue(device, native_priority)) {}
 Queue::Queue(Queue&&) noexcept = default;
 Queue& Queue::operator=(Queue&&) noexcept = default;
 Queue::~Queue() = default;
 
-detail::QueueState& Queue::state() const {
-  if (!state_) throw Error(errc::invalid_handle, "a moved-from queue was used");
-  return *state_;
+namespace {
+detail::QueueState& checked(const std::shared_ptr<detail::QueueState>& state) {
+  if (!state) throw Error(errc::invalid_handle, "a moved-from queue was used");
+  return *state;
 }
-
-const std::shared_ptr<detail::QueueState>& Queue::shared_state() const {
-  state();
-  return state_;
+const std::shared_ptr<detail::EventState>& checked(const Event& event, const char* what) {
+  const auto& state = detail::Access::state(event);
+  if (!state) throw Error(errc::invalid_handle, what);
+  return state;
 }
+}  // namespace
 
 Device Queue::device() const noexcept { return state_ ? state_->device() : Device::host(); }
 int Queue::native_priority() const noexcept { return state_ ? state_->native_priority() : 0; }
 NativeStream Queue::native_handle() const noexcept { return state_ ? state_->stream() : nullptr; }
-void Queue::wait() { state().wait(); }
-bool Queue::wait_for(std::chrono::nanoseconds timeout) { return state().wait_for(timeout); }
+void Queue::wait() { checked(state_).wait(); }
+bool Queue::wait_for(std::chrono::nanoseconds timeout) { return checked(state_).wait_for(timeout); }
 
 Fence Queue::submit(Executable& executable, const SubmitInfo& info) {
   return executable.launch(*this, info);
 }
 
 void Queue::wait(const Event& event) {
-  if (!event.state()) throw Error(errc::invalid_handle, "a queue was asked to wait for a moved-from event");
-  state().wait_event(event.state());
+  checked(state_).wait_event(checked(event, "a queue was asked to wait for a moved-from event"));
 }
 
 void Queue::record(Event& event) {
-  if (!event.state()) throw Error(errc::invalid_handle, "a moved-from event was recorded");
-  state().record_event(event.state());
+  checked(state_).record_event(checked(event, "a moved-from event was recorded"));
 }
 
 QueuePool::QueuePool(Device device, std::size_t queues_per_priority)
     : device_(device), per_priority_(queues_per_priority) {
-  if (queues_per_priority == 0) {
-    throw Error(errc::invalid_argument, "a queue pool needs at least one queue per priority");
+  if (queues_per_priority == 0 || queues_per_priority > max_queues_per_priority) {
+    throw Error(errc::invalid_argument,
+                "a queue pool holds 1 to " + std::to_string(max_queues_per_priority) +
+                    " queues per priority, not " + std::to_string(queues_per_priority));
   }
   const Priority priorities[] = {Priority::low, Priority::normal, Priority::high};
   for (Priority p : priorities) {
@@ -62,6 +66,10 @@ QueuePool::QueuePool(Device device, std::size_t queues_per_priority)
 
 Queue& QueuePool::acquire(Priority priority) {
   const auto p = static_cast<std::size_t>(priority);
+  if (p >= queues_.size()) {
+    throw Error(errc::invalid_argument, "QueuePool::acquire: priority " + std::to_string(p) +
+                                            " is none of low, normal and high");
+  }
   const std::size_t turn = next_[p].fetch_add(1, std::memory_order_relaxed);
   return queues_[p][turn % per_priority_];
 }

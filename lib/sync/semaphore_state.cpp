@@ -8,7 +8,10 @@
 // promise.
 #include "sync/semaphore_state.hpp"
 
+#include "sync/access.hpp"
+#include "sync/deadline.hpp"
 #include "sync/poll.hpp"
+#include "sync/thread_pool.hpp"
 #include "sync/watcher.hpp"
 
 #include <cmdgraph/device.hpp>
@@ -46,20 +49,31 @@ void SemaphoreState::signal(std::uint64_t value) {
                                               std::to_string(value) + ", below its value " +
                                               std::to_string(now));
     }
+    if (value < reserved_) {
+      throw Error(errc::invalid_argument,
+                  "timeline semaphore signalled from the host with " + std::to_string(value) +
+                      ", below the " + std::to_string(reserved_) +
+                      " a submission already signals; values must grow");
+    }
     reserved_ = std::max(reserved_, value);
     std::atomic_ref<std::uint64_t>(*value_).store(value, std::memory_order_release);
   }
   wake(value);
 }
 
-void SemaphoreState::reserve_signal(std::uint64_t value) {
+std::uint64_t SemaphoreState::reserve_signal(std::uint64_t value) {
   std::lock_guard lock(mutex_);
   if (value < reserved_) {
     throw Error(errc::invalid_argument, "timeline semaphore: a submission signals " +
                                             std::to_string(value) + " after one that signals " +
                                             std::to_string(reserved_) + "; values must grow");
   }
-  reserved_ = value;
+  return std::exchange(reserved_, value);
+}
+
+void SemaphoreState::cancel_signal(std::uint64_t value, std::uint64_t previous) noexcept {
+  std::lock_guard lock(mutex_);
+  if (reserved_ == value) reserved_ = previous;
 }
 
 void SemaphoreState::advance(std::uint64_t value) noexcept {
@@ -79,7 +93,7 @@ void when_all_reached(const std::vector<SemaphoreValue>& targets, std::function<
   auto left = std::make_shared<std::atomic<std::size_t>>(targets.size());
   auto shared_fn = std::make_shared<std::function<void()>>(std::move(fn));
   for (const SemaphoreValue& t : targets) {
-    t.semaphore->state()->when_reached(t.value, [left, shared_fn] {
+    t.semaphore->when_reached(t.value, [left, shared_fn] {
       if (left->fetch_sub(1) == 1) (*shared_fn)();
     });
   }
@@ -97,15 +111,13 @@ void SemaphoreState::wake(std::uint64_t value) {
 
 bool SemaphoreState::wait_until(std::uint64_t value,
                                 std::chrono::steady_clock::time_point deadline) {
+  if (this->value() >= value) return true;
+  if (deadline <= std::chrono::steady_clock::now()) return false;
+  const BlockingWait blocking;
   if (!pinned_) {
     // Only the host writes it: a condition variable suffices.
     std::unique_lock lock(mutex_);
-    auto reached = [&] { return this->value() >= value; };
-    if (deadline == std::chrono::steady_clock::time_point::max()) {
-      changed_.wait(lock, reached);
-      return true;
-    }
-    return changed_.wait_until(lock, deadline, reached);
+    return wait_until_deadline(changed_, lock, deadline, [&] { return this->value() >= value; });
   }
   // A device may write it without telling anyone: poll with back-off.
   return poll_until(deadline, [&] { return this->value() >= value; });
@@ -135,6 +147,8 @@ void SemaphoreState::when_reached(std::uint64_t value, std::function<void()> fn)
 
 TimelineSemaphore::TimelineSemaphore(std::uint64_t initial)
     : state_(std::make_shared<detail::SemaphoreState>(initial)) {}
+SemaphoreValue::SemaphoreValue(const TimelineSemaphore& semaphore_, std::uint64_t value_)
+    : semaphore(detail::Access::state(semaphore_)), value(value_) {}
 TimelineSemaphore::~TimelineSemaphore() = default;
 
 namespace {
@@ -147,7 +161,7 @@ detail::SemaphoreState& checked(const std::shared_ptr<detail::SemaphoreState>& s
 std::uint64_t TimelineSemaphore::value() const { return checked(state_).value(); }
 void TimelineSemaphore::signal(std::uint64_t value) { checked(state_).signal(value); }
 bool TimelineSemaphore::wait(std::uint64_t value, std::chrono::nanoseconds timeout) const {
-  return checked(state_).wait_until(value, std::chrono::steady_clock::now() + timeout);
+  return checked(state_).wait_until(value, detail::deadline_after(timeout));
 }
 void TimelineSemaphore::wait(std::uint64_t value) const {
   checked(state_).wait_until(value, std::chrono::steady_clock::time_point::max());

@@ -33,8 +33,12 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   /// Sets the value from the host (checked to grow) and wakes host waiters.
   void signal(std::uint64_t value);
   /// Claims `value` for a submission that will signal it later: values signalled through
-  /// submissions and the host must grow, in the order they are submitted.
-  void reserve_signal(std::uint64_t value);
+  /// submissions and the host must grow, in the order they are submitted. Returns the claim
+  /// it replaced, for cancel_signal.
+  std::uint64_t reserve_signal(std::uint64_t value);
+  /// Withdraws the claim of `value` made by a submission that failed, restoring `previous`
+  /// (unless a later claim replaced it since).
+  void cancel_signal(std::uint64_t value, std::uint64_t previous) noexcept;
   /// A submission on a host queue reached its signal: raises the value to at least `value`.
   void advance(std::uint64_t value) noexcept;
   /// Blocks until the value is at least `value` or `deadline` passes.

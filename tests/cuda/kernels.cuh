@@ -113,4 +113,10 @@ __global__ void increment(int* counter) { atomicAdd(counter, 1); }
 /// Every backend a CUDA test exercises.
 inline const Backend cuda_backends[] = {Backend::cuda_graph, Backend::streams};
 
+/// Runs the statement after it once per CUDA backend, each time as a doctest subcase named
+/// after the backend, so a failure says which backend failed.
+#define CMDGRAPH_EACH_CUDA_BACKEND(backend)                                    \
+  for (const ::cmdgraph::Backend backend : ::cmdgraph::testing::cuda_backends) \
+  SUBCASE(::cmdgraph::to_string(backend))
+
 }  // namespace cmdgraph::testing

@@ -125,9 +125,7 @@ TEST_CASE("cuda.compile.errors_name_the_command" * doctest::timeout(60)) {
   SUBCASE("a launch CUDA cannot take") {
     CommandBuffer cmd("too big");
     cmd.launch(&increment, LaunchConfig{{1}, {4096}}, sink.data()).named("huge block");
-    for (Backend backend : cuda_backends) {
-      const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+    CMDGRAPH_EACH_CUDA_BACKEND(backend) {
       try {
         Executable exe = compile(cmd, gpu, {.backend = backend});
         Queue q(gpu);

@@ -15,9 +15,7 @@ using namespace cmdgraph::testing;
 TEST_CASE("cuda.commands.pipeline" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   const int n = 1 << 16;
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     HostBuffer<float> in(n), out(n);
     std::iota(in.begin(), in.end(), 0.0f);
     std::fill(out.begin(), out.end(), -1.0f);  // poison
@@ -40,9 +38,7 @@ TEST_CASE("cuda.commands.pipeline" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.commands.fill_every_width" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<std::uint8_t> b(gpu, 9);
     Buffer<std::uint16_t> h(gpu, 9);
     Buffer<float> f(gpu, 9);
@@ -74,9 +70,7 @@ TEST_CASE("cuda.commands.fill_every_width" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.commands.pageable_copies" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     std::vector<int> src(1000), dst(1000, -1);
     std::iota(src.begin(), src.end(), 7);
     Buffer<int> d(gpu, 1000);
@@ -91,9 +85,7 @@ TEST_CASE("cuda.commands.pageable_copies" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.commands.host_tasks_in_order" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     HostBuffer<int> staged(4);
     std::fill(staged.begin(), staged.end(), -1);
     Buffer<int> d(gpu, 4);
@@ -111,9 +103,7 @@ TEST_CASE("cuda.commands.host_tasks_in_order" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.commands.nested_twice" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<int> counter(gpu, 1);
     HostBuffer<int> out(2);
     out[0] = out[1] = -1;
@@ -134,9 +124,7 @@ TEST_CASE("cuda.commands.nested_twice" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.commands.capture_library_calls" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     const int n = 256;
     HostBuffer<float> in(n), out(n);
     std::fill(in.begin(), in.end(), 3.0f);
@@ -165,9 +153,7 @@ TEST_CASE("cuda.commands.capture_library_calls" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.commands.events_across_queues" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     HostBuffer<int> flag(1), out(1);
     flag[0] = 0;
     out[0] = -1;
@@ -195,9 +181,7 @@ TEST_CASE("cuda.commands.events_across_queues" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.commands.host_task_throws" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<int> counter(gpu, 1);
     HostBuffer<int> out(1);
     bool fail = true;
@@ -224,9 +208,7 @@ TEST_CASE("cuda.commands.host_task_throws" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.relaunch.thousand_without_waits" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<int> counter(gpu, 1);
     TEST_CUDA(cudaMemset(counter.data(), 0, 4));
     TEST_CUDA(cudaDeviceSynchronize());
@@ -247,9 +229,7 @@ TEST_CASE("cuda.relaunch.thousand_without_waits" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.clone.runs_concurrently" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     HostBuffer<int> flag(1);
     flag[0] = 0;
     CommandBuffer cmd("spin");
@@ -270,7 +250,7 @@ TEST_CASE("cuda.clone.runs_concurrently" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.empty_buffer" * doctest::timeout(30)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     CommandBuffer cmd("empty");
     Executable exe = compile(cmd, gpu, {.backend = backend});
     Queue q(gpu);
@@ -302,9 +282,7 @@ TEST_CASE("cuda.fence.marks_each_launch_it_is_held_for" * doctest::timeout(60)) 
   // A fence kept while the next launch is enqueued signals when its own launch ends, not when
   // the queue drains; fences nobody keeps cost no event, and the queue still reports errors.
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     HostBuffer<int> flag(1);
     flag[0] = 0;
     Buffer<int> counter(gpu, 1);

@@ -1,12 +1,13 @@
-// loop_while on a GPU: conditional WHILE nodes that count exactly as the host backend does,
-// nested loops, profile mode around a loop, and the clear errors for what a loop body on CUDA
-// cannot hold or the streams backend cannot run.
+// loop_while and if_then on a GPU: conditional WHILE and IF nodes that count exactly as the
+// host backend does, nested loops and ifs, profile mode around a loop, and the clear errors
+// for what a loop body on CUDA cannot hold or the streams backend cannot run.
 #include "cuda/kernels.cuh"
 #include "support/expect_error.hpp"
 #include "support/loop_shapes.hpp"
 
 #include <doctest/doctest.h>
 
+#include <utility>
 #include <vector>
 
 using namespace cmdgraph;
@@ -141,4 +142,48 @@ TEST_CASE("cuda.loop.errors_name_the_command" * doctest::timeout(60)) {
     REQUIRE(e);
     CHECK(e->commands() == std::vector<std::string>{"inner/inner loop"});
   }
+}
+
+TEST_CASE("cuda.if.runs_its_body_once_or_not" * doctest::timeout(60)) {
+  // A conditional IF node decided on the device, as the host backend decides on the host.
+  const Device gpu = Device::cuda(0);
+  for (const auto& [value, expected] : {std::pair{3, 11}, std::pair{5, 10}, std::pair{9, 10}}) {
+    CAPTURE(value);
+    Buffer<int> counters(gpu, 2);
+    poison(counters);
+    CommandBuffer then_body("then");
+    CommandBuffer cmd = one_if(counters.data(), value, 5, then_body);
+    Executable exe = compile(cmd, gpu);
+    CHECK(exe.backend() == Backend::cuda_graph);
+    Queue q(gpu);
+    for (int launch = 0; launch < 3; ++launch) {
+      exe.launch(q).wait();
+      CHECK(read(counters)[1] == expected);
+    }
+  }
+}
+
+TEST_CASE("cuda.if.a_loop_inside_an_if_inside_a_loop" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> counters(gpu, 3);
+  poison(counters);
+  CommandBuffer inner_body("inner body"), then_body("then"), outer_body("outer body");
+  CommandBuffer cmd = loop_if_loop(counters.data(), inner_body, then_body, outer_body);
+  Queue q(gpu);
+  Executable exe = compile(cmd, gpu);
+  for (int launch = 0; launch < 2; ++launch) {
+    exe.launch(q).wait();
+    CHECK(read(counters) == std::vector<int>{4, 3, 6});
+  }
+}
+
+TEST_CASE("cuda.if.streams_refuse_it_by_name" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> counters(gpu, 2);
+  CommandBuffer then_body("then");
+  CommandBuffer cmd = one_if(counters.data(), 1, 5, then_body);
+  auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.backend = Backend::streams}),
+                                 errc::unsupported);
+  REQUIRE(e);
+  CHECK(e->commands() == std::vector<std::string>{"maybe"});
 }

@@ -50,10 +50,9 @@ TEST_CASE("cuda.multi_device.peer_copies" * doctest::timeout(120)) {
   const std::size_t n = std::size_t{1} << 20;
   HostBuffer<int> in(n), out(n);
   std::iota(in.begin(), in.end(), 0);
-  for (Backend backend : cuda_backends) {
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     for (Device runs_on : {gpu0, gpu1}) {  // copies issued by either end
-      const std::string backend_name = to_string(backend), device_name = runs_on.name();
-      CAPTURE(backend_name);
+      const std::string device_name = runs_on.name();
       CAPTURE(device_name);
       Buffer<int> a(gpu0, n), b(gpu1, n), c(gpu0, n), b2(gpu1, n);
       for (auto* buffer : {&a, &c}) poison(gpu0, buffer->data(), n);
@@ -96,9 +95,7 @@ TEST_CASE("cuda.multi_device.waits_for_another_device" * doctest::timeout(120)) 
   auto across = fetch.copy(mine, value, 1).named("across");
   fetch.copy(out, mine, 1).after(across).named("download");
   Queue q0(gpu0), q1(gpu1);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Executable consume = compile(fetch, gpu1, {.backend = backend});
     {  // through an event
       poison(gpu0, value.data(), 1);
@@ -140,9 +137,7 @@ TEST_CASE("cuda.multi_device.waits_for_another_device" * doctest::timeout(120)) 
 TEST_CASE("cuda.multi_device.errors_name_the_command" * doctest::timeout(60)) {
   const Device gpu0 = Device::cuda(0), gpu1 = Device::cuda(1);
   Buffer<int> remote(gpu1, 4);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     {  // a fill of another device's memory
       CommandBuffer cmd("fill elsewhere");
       cmd.fill(remote, 0, 4).named("remote fill");

@@ -46,9 +46,7 @@ std::string temp_path(const std::string& name) {
 
 TEST_CASE("cuda.observe.profile_consistent_with_the_launch" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     CommandBuffer cmd = shape();
     Executable exe = compile(cmd, gpu, {.backend = backend, .profile = true});
     Queue q(gpu);
@@ -59,7 +57,7 @@ TEST_CASE("cuda.observe.profile_consistent_with_the_launch" * doctest::timeout(6
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const Profile p = exe.last_profile();
     REQUIRE(p.commands.size() == 9);
-    CHECK(p.backend == backend_name);
+    CHECK(p.backend == to_string(backend));
     double chain_sum = 0;
     for (std::size_t i = 0; i < p.commands.size(); ++i) {
       const CommandTiming& c = p.commands[i];
@@ -74,7 +72,7 @@ TEST_CASE("cuda.observe.profile_consistent_with_the_launch" * doctest::timeout(6
     CHECK(chain_sum <= p.launch_ms + resolution_ms);  // the chain ran one after another
     CHECK(p.launch_ms <= wall_ms + 0.05);             // and within what the host saw
     CHECK(p.launch_ms >= chain_sum * 0.9);
-    MESSAGE(backend_name << ": launch " << p.launch_ms << " ms (host saw " << wall_ms
+    MESSAGE(to_string(backend) << ": launch " << p.launch_ms << " ms (host saw " << wall_ms
                          << " ms), chain kernels " << chain_sum << " ms");
     // Fan kernels overlap each other: at least two lanes.
     std::set<unsigned> lanes;

@@ -67,9 +67,7 @@ TEST_CASE("cuda.reliability.every_cuda_call_fails_in_turn" * doctest::timeout(90
   const Device gpu = Device::cuda(0);
   Buffer<int> dev(gpu, 64), dev2(gpu, 64);
   HostBuffer<int> host(64);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     mixed_sequence(backend, dev.data(), dev2.data(), host.data());  // warm: first-use costs
     TEST_CUDA(cudaDeviceSynchronize());
     const detail::cuda::LiveCounts baseline = detail::cuda::live_counts();
@@ -104,7 +102,7 @@ TEST_CASE("cuda.reliability.every_cuda_call_fails_in_turn" * doctest::timeout(90
       mixed_sequence(backend, dev.data(), dev2.data(), host.data());
       CHECK(host[0] == 8);
     }
-    MESSAGE(backend_name << ": " << total << " CUDA calls, each failed once; " << surfaced
+    MESSAGE(to_string(backend) << ": " << total << " CUDA calls, each failed once; " << surfaced
                          << " surfaced as errors, the rest were in cleanup or retried");
     CHECK(surfaced > total / 2);
   }
@@ -119,9 +117,7 @@ TEST_CASE("cuda.reliability.destroy_while_in_flight" * doctest::timeout(60)) {
       reinterpret_cast<volatile int*>(flag.data())[0] = 1;
     });
   };
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     SUBCASE("the executable") {
       flag[0] = 0;
       Queue q(gpu);
@@ -200,7 +196,7 @@ TEST_CASE("cuda.reliability.hundred_thousand_commands" * doctest::timeout(300)) 
 
 TEST_CASE("cuda.reliability.one_executable_two_threads" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<int> counter(gpu, 1);
     TEST_CUDA(cudaMemset(counter.data(), 0, sizeof(int)));
     TEST_CUDA(cudaDeviceSynchronize());

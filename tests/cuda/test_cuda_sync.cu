@@ -126,9 +126,7 @@ TEST_CASE("cuda.sync.semaphore_ring_of_three_queues" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.sync.semaphore_unsatisfied_then_host_signal" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     TimelineSemaphore gate(0), done(0);
     Buffer<int> d(gpu, 1);
     CommandBuffer cmd("gated");

@@ -26,9 +26,7 @@ struct SetValue {
 
 TEST_CASE("cuda.update.kernel_arguments_next_launch_only" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     HostBuffer<int> flag(1);
     flag[0] = 0;
     Buffer<int> out(gpu, 4);
@@ -54,9 +52,7 @@ TEST_CASE("cuda.update.kernel_arguments_next_launch_only" * doctest::timeout(60)
 
 TEST_CASE("cuda.update.parallel_for_copy_fill" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<int> a(gpu, 64), b(gpu, 64), c(gpu, 64);
     HostBuffer<int> out(64);
     CommandBuffer cmd("values");
@@ -80,9 +76,7 @@ TEST_CASE("cuda.update.parallel_for_copy_fill" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.update.rerecorded_in_place_or_refused" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    const std::string backend_name = to_string(backend);
-    CAPTURE(backend_name);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<int> out(gpu, 4);
     bool host_ran = false;
     auto record = [&](CommandBuffer& cmd, int value) {

@@ -63,7 +63,7 @@ TEST_CASE("record.launch.arguments_converted_and_copied" * doctest::timeout(10))
   auto k = cmd.launch(&saxpy, LaunchConfig{{2}, {4}, 0}, n, a, x, y);
   n = 99;  // the recording keeps its own copies
   a = -1;
-  const detail::Recording& rec = *cmd.recording();
+  const detail::Recording& rec = *detail::recording_of(cmd);
   const auto& payload = std::get<detail::KernelPayload>(rec.commands()[k.index()].payload);
   CHECK(payload.function == reinterpret_cast<const void*>(&saxpy));
   CHECK(payload.param_count == 4);
@@ -92,7 +92,7 @@ TEST_CASE("record.parallel_for.functor_copied_aligned" * doctest::timeout(10)) {
   Wide w{{1, 2, 3, 4}};
   auto p = cmd.parallel_for(10, w);
   w.v[0] = 100;
-  const auto& rec = *cmd.recording();
+  const auto& rec = *detail::recording_of(cmd);
   const auto& pf = std::get<detail::ParallelForPayload>(rec.commands()[p.index()].payload);
   const void* stored = rec.arguments().data(pf.functor);
   CHECK(reinterpret_cast<std::uintptr_t>(stored) % 32 == 0);
@@ -111,7 +111,7 @@ TEST_CASE("record.edges.fluent_and_depends_on" * doctest::timeout(10)) {
   cmd.depends_on(d, c);
   std::vector<Command> many{a, b};
   auto e = cmd.host([] {}).after_all(many);
-  const auto& rec = *cmd.recording();
+  const auto& rec = *detail::recording_of(cmd);
   CHECK(has_edge(rec, a.index(), c.index()));
   CHECK(has_edge(rec, b.index(), c.index()));
   CHECK(has_edge(rec, c.index(), d.index()));
@@ -130,7 +130,7 @@ TEST_CASE("record.barrier.orders_segments" * doctest::timeout(10)) {
   auto bar2 = cmd.barrier();
   auto bar3 = cmd.barrier();  // an empty segment still chains
   auto e = cmd.host([] {});
-  const auto& rec = *cmd.recording();
+  const auto& rec = *detail::recording_of(cmd);
   CHECK(has_edge(rec, a.index(), bar.index()));
   CHECK(has_edge(rec, b.index(), bar.index()));
   CHECK(has_edge(rec, bar.index(), c.index()));
@@ -162,7 +162,7 @@ TEST_CASE("record.move.keeps_handles" * doctest::timeout(10)) {
   auto b = second.host([] {}).after(a);
   CHECK(a.name() == "host#0");
   CHECK(second.size() == 2);
-  CHECK(has_edge(*second.recording(), a.index(), b.index()));
+  CHECK(has_edge(*detail::recording_of(second), a.index(), b.index()));
 }
 
 TEST_CASE("record.reset.starts_empty" * doctest::timeout(10)) {

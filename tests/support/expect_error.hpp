@@ -17,8 +17,8 @@
       CHECK_MESSAGE(e_.code() == (expected_code), "got '" << e_.what() << "'");      \
       return e_;                                                                     \
     }                                                                                \
-    FAIL_CHECK("expected cmdgraph::Error(" << cmdgraph::to_string(expected_code)    \
-                                            << ") from: " #stmt);                    \
+    FAIL_CHECK("expected cmdgraph::Error("                                           \
+               << std::string(cmdgraph::to_string(expected_code)) << ") from: " #stmt); \
     return std::nullopt;                                                             \
   }()
 

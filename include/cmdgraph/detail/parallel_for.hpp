@@ -68,7 +68,7 @@ constexpr HostCondition host_condition_of() noexcept {
 template <class C>
 const void* condition_kernel_of() noexcept {
 #if defined(__CUDACC__)
-  return reinterpret_cast<const void*>(&loop_condition_kernel<C>);
+  return reinterpret_cast<const void*>(&condition_kernel<C>);
 #else
   return nullptr;
 #endif

@@ -37,10 +37,10 @@ struct ParallelForSpec {
   const void* device_kernel; // null when not recorded in a CUDA translation unit
 };
 
-/// Evaluates a loop condition functor on the calling thread.
+/// Evaluates a condition functor (loop_while) on the calling thread.
 using HostCondition = bool (*)(const void* condition);
 
-struct LoopSpec {
+struct ConditionSpec {
   KernelParam condition;      // stored like a kernel parameter: it is one on the GPU
   HostCondition host;         // null when the functor has no host version
   const void* device_kernel;  // null when not recorded in a CUDA translation unit
@@ -49,10 +49,12 @@ struct LoopSpec {
 /// A range of memory, type-erased.
 struct MemoryRange {
   void* data;
-  std::size_t bytes;     // what the command touches
+  std::size_t bytes;     // what the command touches (meaningless unless count fits capacity)
   std::size_t capacity;  // the view's whole size, to catch overruns when recorded or updated
   MemorySpace space;
   int device;
+  std::size_t count;         // the command's count, in elements, as given
+  std::size_t element_size;  // bytes per element
 };
 
 struct CopySpec {
@@ -91,10 +93,13 @@ void fill_params(const std::tuple<P...>& values, KernelParam* out, std::index_se
   ((out[I] = kernel_param(std::get<I>(values))), ...);
 }
 
+/// `count` elements of `v`. The count is checked against the view in elements (validate.cpp),
+/// so a count whose byte size overflows is refused, not wrapped.
 template <class T>
 MemoryRange memory_range(const View<T>& v, std::size_t count) noexcept {
-  return {const_cast<void*>(static_cast<const void*>(v.data())), count * sizeof(T),
-          v.size_bytes(), v.space(), v.device_ordinal()};
+  const bool fits = count <= v.size();
+  return {const_cast<void*>(static_cast<const void*>(v.data())), fits ? count * sizeof(T) : 0,
+          v.size_bytes(), v.space(), v.device_ordinal(), count, sizeof(T)};
 }
 
 }  // namespace cmdgraph::detail

@@ -1,72 +1,174 @@
-// GraphBuilder: node per command kind, child graphs for nesting and capture, conditional WHILE
-// nodes for loops.
+// GraphBuilder: walks the plan in order; each command's node comes from its kind's graph form
+// (cuda_commands), placed through a Site; child graphs, captures and loops are built here.
 #include "backend/cuda_graph/graph_builder.hpp"
 
-#include "cuda/check.hpp"
+#include "cuda/graph_ops.hpp"
 #include "error/task_failure.hpp"
-#include "sync/event_state.hpp"
 
 #include <cmdgraph/error.hpp>
+
 #include <exception>
+#include <stdexcept>
 
 namespace cmdgraph::detail {
+namespace {
+
+// Runs capture command `c` of `plan` on `stream` and returns what it enqueued as a graph; a
+// refusal by stream capture becomes Error(unsupported) in `refusal`.
+cuda::Graph capture_on(const Plan& plan, std::uint32_t c, const std::string& name,
+                       cudaStream_t stream, std::optional<Error>& refusal) {
+  cuda::begin_capture(stream, name);
+  std::exception_ptr thrown;
+  try {
+    std::get<CapturePayload>(plan.payload(c)).task->run(stream);
+  } catch (...) {
+    thrown = task_failure("capture", name);
+  }
+  // Always end the capture, so the stream is usable again whatever happened inside.
+  cuda::Graph captured;
+  const cudaError_t ended = cuda::end_capture(stream, captured);
+  if (thrown) std::rethrow_exception(thrown);
+  if (ended != cudaSuccess) {
+    refusal.emplace(errc::unsupported,
+                    "command '" + name + "' cannot be captured into a graph: " +
+                        cuda::describe(ended) + "; the callable made a call that stream capture "
+                        "forbids, such as a synchronization or an allocation",
+                    std::vector<std::string>{name}, static_cast<int>(ended));
+  }
+  return captured;
+}
+
+void capture_in(const Plan& plan, const Plan& root, cudaStream_t stream, Captures& out) {
+  for (std::uint32_t c = 0; c < plan.size() && !out.refusal; ++c) {
+    if (std::holds_alternative<CapturePayload>(plan.payload(c))) {
+      cuda::Graph g = capture_on(plan, c, command_label(plan, c, root), stream, out.refusal);
+      if (g) out.graphs.emplace(std::make_pair(&plan, c), std::move(g));
+    }
+    if (const Plan* body = plan.body(c)) capture_in(*body, root, stream, out);
+  }
+}
+
+}  // namespace
+
+Captures capture_all(const Plan& plan, int device) {
+  Captures out;
+  if (!find_command(plan, CommandKind::capture)) return out;
+  const cuda::ScopedDevice on(device);
+  cuda::Stream stream = cuda::create_stream(device, 0, cuda::for_executable(plan.buffer_name));
+  capture_in(plan, plan, stream.get(), out);
+  return out;
+}
 
 std::string BuiltGraph::name_of(cudaGraphNode_t node) const {
-  const auto it = names.find(node);
-  return it == names.end() ? std::string() : it->second;
+  for (const Origin& o : origins) {
+    if (o.node == node) return command_label(*o.plan, o.command, *root);
+  }
+  return {};
 }
 
-cudaKernelNodeParams kernel_node_params(KernelLaunch& launch) {
-  cudaKernelNodeParams p{};
-  p.func = const_cast<void*>(launch.function);
-  p.gridDim = launch.grid;
-  p.blockDim = launch.block;
-  p.sharedMemBytes = launch.shared_bytes;
-  p.kernelParams = launch.params.data();
-  p.extra = nullptr;
-  return p;
-}
+// Where one command's node goes while building: after its parents in `graph`.
+class GraphBuilder::Site final : public GraphSite {
+ public:
+  Site(GraphBuilder& builder, const Plan& plan, std::uint32_t c, const ArgumentStore& args,
+       cudaGraph_t graph, std::span<const cudaGraphNode_t> deps, HostAncestors before)
+      : builder_(builder), plan_(plan), c_(c), args_(args), graph_(graph), deps_(deps),
+        before_(before), after_(std::move(before)) {
+    // Root commands are named by their own name: no string is made per node.
+    if (&plan != builder.root_) qualified_ = command_label(plan, c, *builder.root_);
+    name_ = qualified_.empty() ? std::string_view(plan.name(c)) : std::string_view(qualified_);
+  }
 
-cudaMemsetParams memset_node_params(const FillSpec& fill) {
-  cudaMemsetParams p{};
-  p.dst = fill.dst.data;
-  p.value = fill.value;
-  p.elementSize = fill.element_size;
-  p.width = fill.dst.bytes / fill.element_size;
-  p.height = 1;
-  p.pitch = 0;
-  return p;
-}
+  const ArgumentStore& args() const override { return args_; }
+  int device() const override { return builder_.device_; }
+  cuda::Served served() const override { return name_; }
+  cudaGraphNode_t place(cuda::NodeSpec& spec) override {
+    return cuda::add_node(graph_, deps_, spec, name_);
+  }
+  void* host_callback(const std::shared_ptr<HostTask>& task) override {
+    HostCallback* callback =
+        builder_.out_->callbacks.add(task, std::string(name_), builder_.errors_, before_);
+    after_ = only(callback);
+    return callback;
+  }
+  cudaGraphNode_t body_graph() override {
+    const Plan& body = *plan_.body(c_);
+    cuda::Graph child = cuda::create_graph(name_);
+    std::vector<cudaGraphNode_t> nodes;
+    after_ = builder_.add_nodes(body, body.arguments, child.get(), nodes, nullptr,
+                                builder_.profile_, before_);
+    // The child is cloned into the node; ours is destroyed when this returns.
+    return builder_.add_child(graph_, deps_, child.get(), name_);
+  }
+  cudaGraphNode_t captured_graph() override {
+    cuda::Graph child;
+    if (builder_.captures_) {
+      const auto it = builder_.captures_->graphs.find({&plan_, c_});
+      if (it != builder_.captures_->graphs.end()) child = std::move(it->second);
+    }
+    if (!child) child = builder_.capture(plan_, c_);
+    return builder_.add_child(graph_, deps_, child.get(), name_);
+  }
+  cudaGraphNode_t conditional(cudaGraphConditionalNodeType type,
+                              const Condition& condition) override {
+    return builder_.add_conditional(plan_, c_, type, condition, args_, graph_, deps_);
+  }
+  /// The nearest host-task ancestors the command's dependants inherit.
+  const HostAncestors& after() const noexcept { return after_; }
+
+ private:
+  GraphBuilder& builder_;
+  const Plan& plan_;
+  std::uint32_t c_;
+  const ArgumentStore& args_;
+  cudaGraph_t graph_;
+  std::span<const cudaGraphNode_t> deps_;
+  std::string qualified_;
+  std::string_view name_;
+  HostAncestors before_;  // the command's nearest host-task ancestors
+  HostAncestors after_;   // its dependants': itself if a host task, else what it passes on
+};
 
 BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
   BuiltGraph out;
+  out_ = &out;
   root_ = &plan;
-  out.graph = cuda::create_graph(cuda::for_executable(plan.recording->name()));
+  out.root = &plan;
+  out.graph = cuda::create_graph(cuda::for_executable(plan.buffer_name));
   cudaGraphNode_t root = nullptr;
   if (profile_) {
-    out.launch_start = cuda::create_event(device_, true, cuda::for_executable(plan.recording->name()));
-    CMDGRAPH_CUDA(cuda::for_executable(plan.recording->name()), cudaGraphAddEventRecordNode, &root, out.graph.get(),
-                  nullptr, std::size_t{0}, out.launch_start.get());
+    out.launch_start = cuda::create_event(device_, true, cuda::for_executable(plan.buffer_name));
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeEventRecord);
+    spec.params.eventRecord.event = out.launch_start.get();
+    root = cuda::add_node(out.graph.get(), {}, spec, cuda::for_executable(plan.buffer_name));
   }
-  add_nodes(plan, args, out.graph.get(), out.nodes, out, root, profile_);
+  add_nodes(plan, args, out.graph.get(), out.nodes, root, profile_, nullptr);
+  out_ = nullptr;
   return out;
 }
 
 cudaGraphNode_t GraphBuilder::add_event_node(cudaGraph_t graph,
-                                             const std::vector<cudaGraphNode_t>& deps,
-                                             BuiltGraph& out, cudaEvent_t* event) {
-  out.events.push_back(cuda::create_event(device_, true));
-  *event = out.events.back().get();
-  cudaGraphNode_t node = nullptr;
-  CMDGRAPH_CUDA(cuda::no_command, cudaGraphAddEventRecordNode, &node, graph, deps.data(),
-                deps.size(), *event);
-  return node;
+                                             std::span<const cudaGraphNode_t> deps,
+                                             cudaEvent_t* event) {
+  out_->events.push_back(cuda::create_event(device_, true));
+  *event = out_->events.back().get();
+  cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeEventRecord);
+  spec.params.eventRecord.event = *event;
+  return cuda::add_node(graph, deps, spec, cuda::no_command);
 }
 
-void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
-                             std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out,
-                             cudaGraphNode_t root, bool profiled) {
+cudaGraphNode_t GraphBuilder::add_child(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
+                                        cudaGraph_t child, cuda::Served served) {
+  cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeGraph);
+  spec.params.graph.graph = child;
+  return cuda::add_node(graph, deps, spec, served);
+}
+
+HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args,
+                                      cudaGraph_t graph, std::vector<cudaGraphNode_t>& nodes,
+                                      cudaGraphNode_t root, bool profiled, HostAncestors entry) {
   nodes.assign(plan.size(), nullptr);
+  std::vector<HostAncestors> after(plan.size());
+  std::vector<HostAncestors> parents;
   // Profiling: start -> command -> end, and dependants follow the end event, so every
   // command's start is recorded after its parents' ends (the timings honour the edges).
   std::vector<cudaGraphNode_t> ends(profiled ? plan.size() : 0, nullptr);
@@ -75,158 +177,123 @@ void GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args, cudaGr
     deps.clear();
     for (std::uint32_t p : plan.parents[c]) deps.push_back(profiled ? ends[p] : nodes[p]);
     if (deps.empty() && root) deps.push_back(root);
+    parents.clear();
+    for (std::uint32_t p : plan.parents[c]) parents.push_back(after[p]);
+    if (parents.empty()) parents.push_back(entry);
     ProfilePoint point{&plan, c, nullptr, nullptr};
-    if (profiled) deps.assign(1, add_event_node(graph, deps, out, &point.start));
-    nodes[c] = add_node(plan, c, args, graph, deps, out, profiled);
-    out.names.emplace(nodes[c], command_label(plan, c, *root_));
-    ++out.node_count;
+    if (profiled) deps.assign(1, add_event_node(graph, deps, &point.start));
+    Site site(*this, plan, c, args, graph, deps, merged(parents));
+    nodes[c] = add_graph_node(plan.payload(c), site);
+    after[c] = site.after();
+    out_->origins.push_back({nodes[c], &plan, c});
+    ++out_->node_count;
     if (profiled) {
-      ends[c] = add_event_node(graph, {nodes[c]}, out, &point.end);
-      out.points.push_back(point);
+      ends[c] = add_event_node(graph, {&nodes[c], 1}, &point.end);
+      out_->points.push_back(point);
     }
   }
-}
-
-cudaGraphNode_t GraphBuilder::add_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
-                                       cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
-                                       BuiltGraph& out, bool profiled) {
-  const RecordedCommand& cmd = plan.command(c);
-  const std::string name = command_label(plan, c, *root_);
-  cudaGraphNode_t node = nullptr;
-  switch (cmd.kind) {
-    case CommandKind::kernel:
-    case CommandKind::parallel_for: {
-      KernelLaunch launch = kernel_launch(plan, c, args, device_);
-      const cudaKernelNodeParams p = kernel_node_params(launch);
-      CMDGRAPH_CUDA(name, cudaGraphAddKernelNode, &node, graph, deps.data(), deps.size(), &p);
-      break;
-    }
-    case CommandKind::copy: {
-      const auto& cp = args.get<CopySpec>(std::get<CopyPayload>(cmd.payload).spec);
-      CMDGRAPH_CUDA(name, cudaGraphAddMemcpyNode1D, &node, graph, deps.data(), deps.size(),
-                    cp.dst.data, cp.src.data, cp.dst.bytes, cudaMemcpyDefault);
-      break;
-    }
-    case CommandKind::fill: {
-      const cudaMemsetParams p =
-          memset_node_params(args.get<FillSpec>(std::get<FillPayload>(cmd.payload).spec));
-      CMDGRAPH_CUDA(name, cudaGraphAddMemsetNode, &node, graph, deps.data(), deps.size(), &p);
-      break;
-    }
-    case CommandKind::host: {
-      cudaHostNodeParams p{};
-      p.fn = &run_host_callback;
-      p.userData = out.callbacks.add(std::get<HostPayload>(cmd.payload).task, name, errors_);
-      CMDGRAPH_CUDA(name, cudaGraphAddHostNode, &node, graph, deps.data(), deps.size(), &p);
-      break;
-    }
-    case CommandKind::event_record:
-      CMDGRAPH_CUDA(name, cudaGraphAddEventRecordNode, &node, graph, deps.data(), deps.size(),
-                    std::get<EventPayload>(cmd.payload).event->native());
-      break;
-    case CommandKind::event_wait:
-      CMDGRAPH_CUDA(name, cudaGraphAddEventWaitNode, &node, graph, deps.data(), deps.size(),
-                    std::get<EventPayload>(cmd.payload).event->native());
-      break;
-    case CommandKind::nested: {
-      const Plan& inner = *plan.nested[c];
-      cuda::Graph child = cuda::create_graph(name);
-      std::vector<cudaGraphNode_t> inner_nodes;
-      add_nodes(inner, inner.recording->arguments(), child.get(), inner_nodes, out, nullptr,
-                profiled);
-      // The child is cloned into the node; ours is destroyed at the end of this scope.
-      CMDGRAPH_CUDA(name, cudaGraphAddChildGraphNode, &node, graph, deps.data(), deps.size(),
-                    child.get());
-      break;
-    }
-    case CommandKind::capture: {
-      cuda::Graph child = capture(plan, c);
-      CMDGRAPH_CUDA(name, cudaGraphAddChildGraphNode, &node, graph, deps.data(), deps.size(),
-                    child.get());
-      break;
-    }
-    case CommandKind::barrier:
-      CMDGRAPH_CUDA(name, cudaGraphAddEmptyNode, &node, graph, deps.data(), deps.size());
-      break;
-    case CommandKind::loop:
-      node = add_loop(plan, c, args, graph, deps, out);
-      break;
+  parents.clear();
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (plan.children[c].empty()) parents.push_back(after[c]);
   }
-  return node;
+  if (plan.size() == 0) parents.push_back(entry);
+  return merged(parents);
 }
 
-// A one-thread kernel sets the condition before the first pass; a conditional WHILE node runs
-// the body, which ends with the same kernel setting it for the next pass. The passes never
-// return to the host.
-cudaGraphNode_t GraphBuilder::add_loop(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
-                                       cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
-                                       BuiltGraph& out) {
+// A one-thread kernel sets the condition before the conditional node; a WHILE body ends with
+// the same kernel setting it for the next pass. The passes never return to the host.
+cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
+                                              cudaGraphConditionalNodeType type,
+                                              const Condition& condition,
+                                              const ArgumentStore& args, cudaGraph_t graph,
+                                              std::span<const cudaGraphNode_t> deps) {
   const std::string name = command_label(plan, c, *root_);
-  const auto& loop = std::get<LoopPayload>(plan.command(c).payload);
-  cudaGraphConditionalHandle handle = 0;
-  CMDGRAPH_CUDA(name, cudaGraphConditionalHandleCreate, &handle, graph, 0u, 0u);
+  cudaGraphConditionalHandle handle = cuda::create_conditional_handle(graph, name);
   // Kernel node parameters are copied when a node is made: pointers to locals are fine.
-  void* params[] = {const_cast<void*>(args.data(loop.condition)), &handle};
-  cudaKernelNodeParams check{};
-  check.func = const_cast<void*>(loop.device_kernel);
-  check.gridDim = dim3(1);
-  check.blockDim = dim3(1);
-  check.kernelParams = params;
-  cudaGraphNode_t first = nullptr;
-  CMDGRAPH_CUDA(name, cudaGraphAddKernelNode, &first, graph, deps.data(), deps.size(), &check);
+  void* params[] = {const_cast<void*>(args.data(condition.functor)), &handle};
+  cuda::NodeSpec check = cuda::NodeSpec::of(cudaGraphNodeTypeKernel);
+  check.params.kernel.func = const_cast<void*>(condition.device_kernel);
+  check.params.kernel.gridDim = dim3(1);
+  check.params.kernel.blockDim = dim3(1);
+  check.params.kernel.kernelParams = params;
+  const cudaGraphNode_t first = cuda::add_node(graph, deps, check, name);
 
-  cudaGraphNodeParams p{};
-  p.type = cudaGraphNodeTypeConditional;
-  p.conditional.handle = handle;
-  p.conditional.type = cudaGraphCondTypeWhile;
-  p.conditional.size = 1;
-  cudaGraphNode_t node = nullptr;
-  CMDGRAPH_CUDA(name, cudaGraphAddNode, &node, graph, &first, nullptr, std::size_t{1}, &p);
+  cuda::NodeSpec conditional = cuda::NodeSpec::of(cudaGraphNodeTypeConditional);
+  conditional.params.conditional.handle = handle;
+  conditional.params.conditional.type = type;
+  conditional.params.conditional.size = 1;
+  const cudaGraphNode_t node = cuda::add_node(graph, {&first, 1}, conditional, name);
+  cudaGraph_t body_graph = conditional.params.conditional.phGraph_out[0];
 
-  const Plan& body = *plan.nested[c];
+  const Plan& body = *plan.body(c);
   std::vector<cudaGraphNode_t> body_nodes;
-  add_nodes(body, body.recording->arguments(), p.conditional.phGraph_out[0], body_nodes, out,
-            nullptr, false);
-  std::vector<cudaGraphNode_t> last;  // the body's sinks
-  for (std::uint32_t k = 0; k < body.size(); ++k) {
-    if (body.children[k].empty()) last.push_back(body_nodes[k]);
+  add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr);
+  out_->origins.push_back({first, &plan, c});
+  ++out_->node_count;
+  if (type == cudaGraphCondTypeWhile) {
+    std::vector<cudaGraphNode_t> last;  // the body's sinks
+    for (std::uint32_t k = 0; k < body.size(); ++k) {
+      if (body.children[k].empty()) last.push_back(body_nodes[k]);
+    }
+    const cudaGraphNode_t again = cuda::add_node(body_graph, last, check, name);
+    out_->origins.push_back({again, &plan, c});
+    ++out_->node_count;
   }
-  cudaGraphNode_t again = nullptr;
-  CMDGRAPH_CUDA(name, cudaGraphAddKernelNode, &again, p.conditional.phGraph_out[0], last.data(),
-                last.size(), &check);
-  out.names.emplace(first, name);
-  out.names.emplace(again, name);
-  out.node_count += 2;
   return node;
 }
 
 cuda::Graph GraphBuilder::capture(const Plan& plan, std::uint32_t c) {
-  const std::string name = command_label(plan, c, *root_);
-  cuda::Graph child = cuda::create_graph(name);
-  // Thread-local mode: calls from this thread that are unsafe during capture are refused, and
-  // other threads are not disturbed.
-  CMDGRAPH_CUDA(name, cudaStreamBeginCaptureToGraph, capture_stream_, child.get(), nullptr,
-                nullptr, std::size_t{0}, cudaStreamCaptureModeThreadLocal);
-  std::exception_ptr thrown;
-  try {
-    std::get<CapturePayload>(plan.command(c).payload).task->run(capture_stream_);
-  } catch (...) {
-    thrown = task_failure("capture", name);
+  if (!capture_stream_) {
+    capture_stream_ = cuda::create_stream(device_, 0, cuda::for_executable(root_->buffer_name));
   }
-  // Always end the capture, so the stream is usable again whatever happened inside.
-  cudaGraph_t captured = nullptr;
-  const cudaError_t ended =
-      cuda::try_call([&] { return cudaStreamEndCapture(capture_stream_, &captured); });
-  if (thrown) std::rethrow_exception(thrown);
-  if (ended != cudaSuccess) {
-    cuda::clear_error();
-    throw Error(errc::unsupported,
-                "command '" + name + "' cannot be captured into a graph: " +
-                    cuda::describe(ended) + "; the callable made a call that stream capture "
-                    "forbids, such as a synchronization or an allocation",
-                {name}, static_cast<int>(ended));
-  }
+  std::optional<Error> refusal;
+  cuda::Graph child = capture_on(plan, c, command_label(plan, c, *root_), capture_stream_.get(),
+                                 refusal);
+  if (refusal) throw *refusal;
   return child;
+}
+
+namespace {
+
+// Where an updated command's node is: its parameters are set in the instantiated graph.
+class ExecSite final : public GraphSite {
+ public:
+  ExecSite(const Plan& plan, std::uint32_t c, const ArgumentStore& args, int device,
+           cudaGraphExec_t exec, cudaGraphNode_t node)
+      : args_(args), device_(device), exec_(exec), node_(node), name_(plan.name(c)) {}
+
+  const ArgumentStore& args() const override { return args_; }
+  int device() const override { return device_; }
+  cuda::Served served() const override { return name_; }
+  cudaGraphNode_t place(cuda::NodeSpec& spec) override {
+    cuda::set_node(exec_, node_, spec, name_);
+    return node_;
+  }
+  // Only updatable kinds (kernels, parallel_for, copies, fills) are updated node by node.
+  void* host_callback(const std::shared_ptr<HostTask>&) override { return not_updatable(); }
+  cudaGraphNode_t body_graph() override { return not_updatable(); }
+  cudaGraphNode_t captured_graph() override { return not_updatable(); }
+  cudaGraphNode_t conditional(cudaGraphConditionalNodeType, const Condition&) override {
+    return not_updatable();
+  }
+
+ private:
+  [[noreturn]] static std::nullptr_t not_updatable() {
+    throw std::logic_error("cmdgraph: a command of a kind that is not updatable was updated");
+  }
+  const ArgumentStore& args_;
+  int device_;
+  cudaGraphExec_t exec_;
+  cudaGraphNode_t node_;
+  std::string name_;
+};
+
+}  // namespace
+
+void GraphBuilder::update_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
+                               int device, cudaGraphExec_t exec, cudaGraphNode_t node) {
+  ExecSite site(plan, c, args, device, exec, node);
+  add_graph_node(plan.payload(c), site);
 }
 
 }  // namespace cmdgraph::detail

@@ -1,77 +1,96 @@
-// GraphBuilder: a plan as a cudaGraph_t through the explicit node API, one node per command,
-// edges from the plan's transitive reduction. Nested buffers and captures become child graphs,
-// loops conditional WHILE nodes.
+// GraphBuilder: a plan as a cudaGraph_t, one node per command (each kind's node comes from
+// cuda_commands), edges from the plan's transitive reduction. Bodies of executed buffers become
+// child graphs, captures child graphs of what they enqueued, loops conditional WHILE nodes;
+// profiling adds timed event nodes around every command.
 #pragma once
 
-#include "backend/cuda_common/device_commands.hpp"
-#include "backend/cuda_common/host_callbacks.hpp"
+#include "backend/cuda_commands/cuda_commands.hpp"
+#include "backend/cuda_commands/host_callbacks.hpp"
+#include "backend/cuda_launch/profile_points.hpp"
 #include "cuda/handles.hpp"
 #include "plan/plan.hpp"
 
+#include <cmdgraph/error.hpp>
+
 #include <cuda_runtime_api.h>
 
+#include <map>
+#include <optional>
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace cmdgraph::detail {
 
-/// A profiled command's timed events, recorded by nodes around it.
-struct ProfilePoint {
-  const Plan* plan;
-  std::uint32_t command;
-  cudaEvent_t start;
-  cudaEvent_t end;
+/// The graphs capture commands enqueued, captured once before a graph is built.
+struct Captures {
+  std::map<std::pair<const Plan*, std::uint32_t>, cuda::Graph> graphs;
+  /// Set when stream capture refused a capture command (errc::unsupported, naming it).
+  std::optional<Error> refusal;
 };
+/// Runs every capture command of `plan` (bodies included) on a capturing stream of `device`.
+/// A refusal by stream capture is returned, not thrown; what a callable throws is thrown.
+Captures capture_all(const Plan& plan, int device);
 
 struct BuiltGraph {
   cuda::Graph graph;
-  std::vector<cudaGraphNode_t> nodes;                        // root command -> its node
-  std::unordered_map<cudaGraphNode_t, std::string> names;    // node -> command, for errors
-  HostCallbacks callbacks;                                   // userData of the host nodes
-  std::size_t node_count = 0;                                // nested graphs included
-  // Profiling: the graph's root event and a start and end event around every command.
+  std::vector<cudaGraphNode_t> nodes;  // root command -> its node
+  HostCallbacks callbacks;             // userData of the host nodes
+  std::size_t node_count = 0;          // bodies included
+  // Profiling: the graph's first event and a start and end event around every command.
   cuda::Event launch_start;
   std::vector<cuda::Event> events;
   std::vector<ProfilePoint> points;
 
+  /// How errors name the command behind `node` (empty when it is none of ours).
   std::string name_of(cudaGraphNode_t node) const;
+
+  struct Origin {
+    cudaGraphNode_t node;
+    const Plan* plan;
+    std::uint32_t command;
+  };
+  const Plan* root = nullptr;
+  std::vector<Origin> origins;  // searched only when an error names a node
 };
 
-/// Builds graphs for one device. Captures run on `capture_stream` (created by the caller on
-/// that device, needed only when the plan has captures).
+/// Builds graphs of one plan for one device.
 class GraphBuilder {
  public:
-  GraphBuilder(int device, HostErrors* errors, cudaStream_t capture_stream, bool profile = false)
-      : device_(device), errors_(errors), capture_stream_(capture_stream), profile_(profile) {}
+  /// `captures` may be null (captures then run as the graph is built, on their own stream).
+  GraphBuilder(int device, HostErrors* errors, bool profile, Captures* captures = nullptr)
+      : device_(device), errors_(errors), profile_(profile), captures_(captures) {}
   /// The graph of `plan` with the values of `args` (the executable's own store).
   BuiltGraph build(const Plan& plan, const ArgumentStore& args);
+  /// Makes node `node` of `exec` take root command `c`'s values in `args` (an updatable kind).
+  static void update_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
+                          int device, cudaGraphExec_t exec, cudaGraphNode_t node);
 
  private:
-  /// Adds a node per command of `plan`; with `profiled`, timed event nodes around each (never
-  /// inside loop bodies, where CUDA allows no event nodes).
-  void add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
-                 std::vector<cudaGraphNode_t>& nodes, BuiltGraph& out, cudaGraphNode_t root,
-                 bool profiled);
-  cudaGraphNode_t add_event_node(cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
-                                 BuiltGraph& out, cudaEvent_t* event);
-  cudaGraphNode_t add_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
-                           cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
-                           BuiltGraph& out, bool profiled);
-  cudaGraphNode_t add_loop(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
-                           cudaGraph_t graph, const std::vector<cudaGraphNode_t>& deps,
-                           BuiltGraph& out);
+  class Site;
+  /// Adds a node per command of `plan` to `graph`; with `profiled`, timed event nodes around
+  /// each (never inside loop bodies, where CUDA allows no event nodes). `entry`: the nearest
+  /// host-task ancestors of the plan's sources; returns those of what follows its sinks.
+  HostAncestors add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
+                          std::vector<cudaGraphNode_t>& nodes, cudaGraphNode_t root,
+                          bool profiled, HostAncestors entry);
+  cudaGraphNode_t add_event_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
+                                 cudaEvent_t* event);
+  cudaGraphNode_t add_child(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
+                            cudaGraph_t child, cuda::Served served);
+  cudaGraphNode_t add_conditional(const Plan& plan, std::uint32_t c,
+                                  cudaGraphConditionalNodeType type, const Condition& condition,
+                                  const ArgumentStore& args, cudaGraph_t graph,
+                                  std::span<const cudaGraphNode_t> deps);
   cuda::Graph capture(const Plan& plan, std::uint32_t c);
 
-  const Plan* root_ = nullptr;
   int device_;
   HostErrors* errors_;
-  cudaStream_t capture_stream_;
   bool profile_;
+  Captures* captures_;
+  BuiltGraph* out_ = nullptr;  // the graph being built
+  const Plan* root_ = nullptr;
+  cuda::Stream capture_stream_;  // made when a capture runs during the build
 };
-
-/// Node parameters shared by building and per-node updates.
-cudaKernelNodeParams kernel_node_params(KernelLaunch& launch);
-cudaMemsetParams memset_node_params(const FillSpec& fill);
 
 }  // namespace cmdgraph::detail

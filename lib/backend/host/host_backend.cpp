@@ -1,12 +1,12 @@
 // lower_to_host: refuse what the CPU cannot run, flatten, and wrap in HostExecutable.
 #include "backend/host/host_backend.hpp"
 
+#include "backend/host/host_commands.hpp"
 #include "backend/host/host_launch.hpp"
-#include "plan/compare.hpp"
+#include "sync/access.hpp"
+#include "sync/event_state.hpp"
 #include "sync/semaphore_state.hpp"
 #include "sync/thread_pool.hpp"
-#include "sync/event_state.hpp"
-#include "sync/queue_state.hpp"
 
 #include <cmdgraph/error.hpp>
 
@@ -15,91 +15,68 @@
 namespace cmdgraph::detail {
 namespace {
 
-[[noreturn]] void refuse(const Plan& plan, std::uint32_t c, const Plan& root, errc code,
-                         const std::string& why) {
+[[noreturn]] void refuse(const Plan& plan, std::uint32_t c, const Plan& root,
+                         const HostRefusal& refusal) {
   const std::string name = command_label(plan, c, root);
-  throw Error(code, "command '" + name + "' cannot run on the host backend: " + why, {name});
-}
-
-void check_memory(const Plan& plan, std::uint32_t c, const Plan& root, const MemoryRange& r) {
-  if (r.space == MemorySpace::device) {
-    refuse(plan, c, root, errc::device_mismatch,
-           "it touches memory of cuda:" + std::to_string(r.device) + ", which the CPU cannot access");
-  }
+  throw Error(refusal.code, "command '" + name + "' cannot run on the host backend: " + refusal.why,
+              {name});
 }
 
 void check_runs_on_host(const Plan& plan, const Plan& root) {
-  const ArgumentStore& args = plan.recording->arguments();
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    const RecordedCommand& cmd = plan.command(c);
-    switch (cmd.kind) {
-      case CommandKind::kernel:
-        refuse(plan, c, root, errc::unsupported,
-               "a __global__ kernel needs a CUDA device (record it as parallel_for to run it on "
-               "both)");
-      case CommandKind::capture:
-        refuse(plan, c, root, errc::unsupported, "stream capture needs a CUDA device");
-      case CommandKind::parallel_for:
-        if (!std::get<ParallelForPayload>(cmd.payload).host) {
-          refuse(plan, c, root, errc::unsupported, "its functor has no host version (__device__ only)");
-        }
-        break;
-      case CommandKind::copy: {
-        const auto& cp = args.get<CopySpec>(std::get<CopyPayload>(cmd.payload).spec);
-        check_memory(plan, c, root, cp.dst);
-        check_memory(plan, c, root, cp.src);
-        break;
-      }
-      case CommandKind::fill:
-        check_memory(plan, c, root, args.get<FillSpec>(std::get<FillPayload>(cmd.payload).spec).dst);
-        break;
-      case CommandKind::event_record:
-      case CommandKind::event_wait:
-        if (!std::get<EventPayload>(cmd.payload).event->device().is_host()) {
-          refuse(plan, c, root, errc::device_mismatch,
-                 "its event belongs to " +
-                     std::get<EventPayload>(cmd.payload).event->device().name());
-        }
-        break;
-      case CommandKind::loop:
-        if (!std::get<LoopPayload>(cmd.payload).host) {
-          refuse(plan, c, root, errc::unsupported, "its condition has no host version (__device__ only)");
-        }
-        [[fallthrough]];
-      case CommandKind::nested:
-        check_runs_on_host(*plan.nested[c], root);
-        break;
-      case CommandKind::host:
-      case CommandKind::barrier:
-        break;
+    if (const HostRefusal refusal = host_refusal(plan.payload(c), plan.arguments)) {
+      refuse(plan, c, root, refusal);
+    }
+    if (const Plan* body = plan.body(c)) check_runs_on_host(*body, root);
+  }
+}
+
+// The event generations of one launch of `flat`, taken as it is submitted: a wait sees the
+// records submitted before its launch, then the launch's own records begin.
+EventGenerations submit_events(const FlatPlan& flat) {
+  EventGenerations generations(flat.tasks.size(), 0);
+  for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
+    const FlatTask& task = flat.tasks[t];
+    if (task.is_join()) continue;
+    if (const auto* wait = std::get_if<EventWaitPayload>(&task.plan->payload(task.command))) {
+      generations[t] = wait->event->latest_begun();
     }
   }
+  for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
+    const FlatTask& task = flat.tasks[t];
+    if (task.is_join()) continue;
+    if (const auto* record = std::get_if<EventRecordPayload>(&task.plan->payload(task.command))) {
+      generations[t] = record->event->begin_record();
+    }
+  }
+  return generations;
 }
 
 // Starts one launch: after the semaphore waits and the executable's previous launch, from the
 // pool. Never throws: a failure while starting (e.g. out of memory) ends the launch with it.
 void start_launch(std::shared_ptr<const HostProgram> program,
-                  std::shared_ptr<const ArgumentStore> arguments,
+                  std::shared_ptr<const ArgumentStore> arguments, EventGenerations generations,
                   std::shared_ptr<FenceState> fence, std::shared_ptr<FenceState> previous,
                   const SubmitInfo& info, std::shared_ptr<HostProfileStore> profile,
-                  QueueState::Done done) noexcept {
+                  HostQueue::Done done) noexcept {
   std::shared_ptr<LaunchEnd> end;
   try {
     end = std::make_shared<LaunchEnd>(fence, done);
     auto signal = [info] {
-      for (const SemaphoreValue& s : info.signal) s.semaphore->state()->advance(s.value);
+      for (const SemaphoreValue& s : info.signal) s.semaphore->advance(s.value);
     };
-    auto go = [program, arguments, end, signal, profile] {
+    auto go = [program, arguments, generations = std::move(generations), end, signal,
+               profile]() mutable {
       try {
         auto launch = std::make_shared<HostLaunch>(
-            program, arguments, [end](std::exception_ptr error) { (*end)(std::move(error)); },
-            signal, profile);
+            program, arguments, std::move(generations),
+            [end](std::exception_ptr error) { (*end)(std::move(error)); }, signal, profile);
         host_pool().post([launch] { launch->start(); });
       } catch (...) {
         (*end)(std::current_exception());
       }
     };
-    auto after_previous = [previous, go]() mutable {
+    auto after_previous = [previous, go = std::move(go)]() mutable {
       if (previous) {
         previous->on_complete(std::move(go));
       } else {
@@ -124,13 +101,14 @@ std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan, 
   program->flat = flatten(*plan);
   const std::size_t n = program->flat.tasks.size();
   program->names.reserve(n);
-  program->loop_bodies.resize(n);
+  program->bodies.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const FlatTask& t = program->flat.tasks[i];
     program->names.push_back(t.is_join() ? std::string("join")
                                           : command_label(*t.plan, t.command, root));
-    if (!t.is_join() && t.plan->command(t.command).kind == CommandKind::loop) {
-      program->loop_bodies[i] = program_of(t.plan->nested[t.command], root);
+    // Executed buffers are expanded in place; a body left in a task runs as it decides.
+    if (!t.is_join() && t.plan->body(t.command)) {
+      program->bodies[i] = program_of(t.plan->bodies[t.command], root);
     }
   }
   program->plan = std::move(plan);
@@ -146,45 +124,44 @@ std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan
 class HostExecutable final : public ExecutableImpl {
  public:
   HostExecutable(std::shared_ptr<const HostProgram> program, ExecutableStats stats, bool profile)
-      : ExecutableImpl(program->plan, Device::host(), std::move(stats)),
+      : ExecutableImpl(program->plan, Device::host(), std::move(stats), profile),
         program_(std::move(program)),
-        arguments_(std::make_shared<ArgumentStore>(program_->plan->recording->arguments())),
+        arguments_(std::make_shared<ArgumentStore>(program_->plan->arguments)),
         profile_(profile ? std::make_shared<HostProfileStore>() : nullptr) {}
 
-  Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) override {
-    auto fence = std::make_shared<FenceState>();
-    // Two threads may launch at once: the lock makes each queue see launches in the order
-    // they chain, so no queued launch ever waits for one queued behind it.
-    std::lock_guard lock(mutex_);
-    std::shared_ptr<FenceState> previous = last_;
-    queue->submit([program = program_, arguments = std::shared_ptr<const ArgumentStore>(arguments_),
-                   fence, previous, info, profile = profile_](QueueState::Done done) {
-      start_launch(program, arguments, fence, previous, info, profile, std::move(done));
-    });
-    last_ = std::move(fence);  // only once the queue took the launch
-    return Fence(last_);
-  }
-
-  std::unique_ptr<ExecutableImpl> clone() const override {
-    auto copy = std::make_unique<HostExecutable>(program_, stats(), profile_ != nullptr);
-    std::lock_guard lock(mutex_);
-    copy->arguments_ = std::make_shared<ArgumentStore>(*arguments_);
-    return copy;
-  }
-
-  Profile last_profile() const override {
-    if (!profile_) return ExecutableImpl::last_profile();
+  ~HostExecutable() override {
+    // What the tasks reach may be freed once this returns (DESIGN: destruction waits).
     std::shared_ptr<FenceState> last;
     {
       std::lock_guard lock(mutex_);
       last = last_;
     }
     if (last) last->wait();
-    std::lock_guard lock(profile_->mutex);
-    if (!profile_->last) {
-      throw Error(errc::wrong_state, "executable '" + name() + "' has not been launched yet");
-    }
-    return *profile_->last;
+  }
+
+  Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) override {
+    HostQueue& lane = *queue->as_host();
+    auto fence = std::make_shared<FenceState>();
+    // Two threads may launch at once: the lock makes each queue see launches in the order
+    // they chain, so no queued launch ever waits for one queued behind it.
+    std::lock_guard lock(mutex_);
+    std::shared_ptr<FenceState> previous = last_;
+    EventGenerations generations = submit_events(program_->flat);
+    lane.submit([program = program_, arguments = std::shared_ptr<const ArgumentStore>(arguments_),
+                 generations = std::move(generations), fence, previous, info,
+                 profile = profile_](HostQueue::Done done) mutable {
+      start_launch(program, arguments, std::move(generations), fence, previous, info, profile,
+                   std::move(done));
+    });
+    last_ = std::move(fence);  // only once the queue took the launch
+    return Access::fence(last_);
+  }
+
+  std::unique_ptr<ExecutableImpl> clone() const override {
+    auto copy = std::make_unique<HostExecutable>(program_, stats(), profiling());
+    std::lock_guard lock(mutex_);
+    copy->arguments_ = std::make_shared<ArgumentStore>(*arguments_);
+    return copy;
   }
 
   ArgumentStore& arguments_for_update() override {
@@ -197,19 +174,16 @@ class HostExecutable final : public ExecutableImpl {
   void apply_update(std::uint32_t) override {}  // launches read the arguments when they run
 
   void check_memory(std::uint32_t c, const MemoryRange& r) const override {
-    detail::check_memory(plan(), c, plan(), r);
+    if (const HostRefusal refusal = host_memory_refusal(r)) refuse(plan(), c, plan(), refusal);
   }
 
-  UpdateResult update_from(std::shared_ptr<const Plan> plan,
-                           const UpdateOptions& options) override {
-    const Difference difference = structural_difference(this->plan(), *plan);
-    if (difference && !options.reinstantiate_if_needed) {
-      throw Error(errc::update_refused, "executable '" + name() + "' cannot take the update in place: " +
-                                            difference.what,
-                  {difference.command});
-    }
+ private:
+  void check_runs(const Plan& plan) const override { check_runs_on_host(plan, plan); }
+
+  UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
+                    const UpdateOptions&) override {
     auto program = make_program(plan);
-    auto arguments = std::make_shared<ArgumentStore>(plan->recording->arguments());
+    auto arguments = std::make_shared<ArgumentStore>(plan->arguments);
     std::lock_guard lock(mutex_);
     program_ = std::move(program);
     arguments_ = std::move(arguments);
@@ -217,7 +191,17 @@ class HostExecutable final : public ExecutableImpl {
     return {static_cast<bool>(difference), difference.what};
   }
 
- private:
+  std::optional<Profile> read_last_profile() const override {
+    std::shared_ptr<FenceState> last;
+    {
+      std::lock_guard lock(mutex_);
+      last = last_;
+    }
+    if (last) last->wait();
+    std::lock_guard lock(profile_->mutex);
+    return profile_->last;
+  }
+
   std::shared_ptr<const HostProgram> program_;
   mutable std::mutex mutex_;
   std::shared_ptr<ArgumentStore> arguments_;

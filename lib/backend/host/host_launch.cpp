@@ -1,5 +1,5 @@
-// HostLaunch: dependency counting, task execution per command kind, loops as launches of their
-// body, error capture.
+// HostLaunch: dependency counting, running tasks (each kind's run is in host_commands.cpp),
+// parallel_for in chunks, loops as launches of their body, events, error capture.
 #include "backend/host/host_launch.hpp"
 
 #include "error/task_failure.hpp"
@@ -11,25 +11,9 @@
 #include <cmdgraph/error.hpp>
 
 #include <algorithm>
-#include <cstring>
 
 namespace cmdgraph::detail {
 namespace {
-
-void fill_host(const FillSpec& f) {
-  auto* p = static_cast<unsigned char*>(f.dst.data);
-  const std::size_t count = f.dst.bytes / f.element_size;
-  switch (f.element_size) {
-    case 1: std::memset(p, static_cast<int>(f.value), count); break;
-    case 2: {
-      const auto v = static_cast<std::uint16_t>(f.value);
-      for (std::size_t i = 0; i < count; ++i) std::memcpy(p + 2 * i, &v, 2);
-      break;
-    }
-    default:
-      for (std::size_t i = 0; i < count; ++i) std::memcpy(p + 4 * i, &f.value, 4);
-  }
-}
 
 // Chunks a parallel_for is split into: enough to keep every worker busy, none so small that
 // handing it over costs more than running it.
@@ -42,9 +26,11 @@ std::size_t chunk_count(std::size_t n, std::size_t workers) {
 
 HostLaunch::HostLaunch(std::shared_ptr<const HostProgram> program,
                        std::shared_ptr<const ArgumentStore> arguments,
-                       End end, std::function<void()> before_complete,
+                       EventGenerations generations, End end,
+                       std::function<void()> before_complete,
                        std::shared_ptr<HostProfileStore> profile)
-    : program_(std::move(program)), arguments_(std::move(arguments)), end_(std::move(end)),
+    : program_(std::move(program)), arguments_(std::move(arguments)),
+      generations_(std::move(generations)), end_(std::move(end)),
       before_complete_(std::move(before_complete)),
       profile_(std::move(profile)), pool_size_(host_pool().size()) {
   const std::size_t n = program_->flat.tasks.size();
@@ -84,128 +70,111 @@ void HostLaunch::run(std::uint32_t task) {
     if (profile_) {
       start_ms_[task] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
     }
-    const NvtxRange range(program_->names[task]);
-    const Outcome outcome = skip ? Outcome::failed : execute(task);
-    if (outcome == Outcome::deferred) return;
-    task = complete(task, outcome == Outcome::failed);
+    HostOutcome outcome = HostOutcome::failed;
+    {
+      // Closed before completing: the last completion ends the launch, and nothing of it may
+      // outlast the fence it signals.
+      const NvtxRange range(program_->names[task]);
+      if (!skip) outcome = execute(task);
+    }
+    if (outcome == HostOutcome::deferred) return;
+    task = complete(task, outcome == HostOutcome::failed);
   }
 }
 
 const ArgumentStore& HostLaunch::arguments_of(const FlatTask& task) const {
   // The root plan's arguments are this executable's own (update() changes them); nested
   // buffers keep the arguments they were recorded with.
-  return task.plan == program_->plan.get() ? *arguments_ : task.plan->recording->arguments();
+  return task.plan == program_->plan.get() ? *arguments_ : task.plan->arguments;
 }
 
-HostLaunch::Outcome HostLaunch::execute(std::uint32_t task) {
+HostOutcome HostLaunch::execute(std::uint32_t task) {
   const FlatTask& t = program_->flat.tasks[task];
-  if (t.is_join()) return Outcome::ok;
-  const RecordedCommand& cmd = t.plan->command(t.command);
-  switch (cmd.kind) {
-    case CommandKind::parallel_for:
-      return run_parallel_for(
-          task, arguments_of(t).get<std::size_t>(std::get<ParallelForPayload>(cmd.payload).count()));
-    case CommandKind::copy: {
-      const auto& c = arguments_of(t).get<CopySpec>(std::get<CopyPayload>(cmd.payload).spec);
-      std::memmove(c.dst.data, c.src.data, c.dst.bytes);
-      return Outcome::ok;
-    }
-    case CommandKind::fill:
-      fill_host(arguments_of(t).get<FillSpec>(std::get<FillPayload>(cmd.payload).spec));
-      return Outcome::ok;
-    case CommandKind::host:
-      try {
-        std::get<HostPayload>(cmd.payload).task->run();
-        return Outcome::ok;
-      } catch (...) {
-        fail(task, "host task");
-        return Outcome::failed;
-      }
-    case CommandKind::event_record:
-      std::get<EventPayload>(cmd.payload).event->record_now();
-      return Outcome::ok;
-    case CommandKind::event_wait: {
-      auto resume = [self = shared_from_this(), task] {
-        host_pool().post([self, task] { self->resume_after(task, false); });
-      };
-      return std::get<EventPayload>(cmd.payload).event->recorded_or_defer(resume)
-                 ? Outcome::ok
-                 : Outcome::deferred;
-    }
-    case CommandKind::loop:
-      return run_loop(task);
-    case CommandKind::barrier:
-    case CommandKind::nested:  // expanded into join tasks by flatten()
-      return Outcome::ok;
-    case CommandKind::kernel:
-    case CommandKind::capture:
-      break;  // refused by lower_to_host
-  }
-  return Outcome::failed;
+  if (t.is_join()) return HostOutcome::ok;
+  return run_on_host(t.plan->payload(t.command), *this, task, arguments_of(t));
 }
 
-HostLaunch::Outcome HostLaunch::run_parallel_for(std::uint32_t task, std::size_t count) {
+void HostLaunch::record_event(std::uint32_t task, EventState& event) {
+  if (generations_.empty()) {
+    event.record_now();
+  } else {
+    event.finish_record(generations_[task]);
+  }
+}
+
+HostOutcome HostLaunch::wait_for_event(std::uint32_t task, EventState& event) {
+  auto resume = [self = shared_from_this(), task] {
+    host_pool().post([self, task] { self->resume_after(task, false); });
+  };
+  const std::uint64_t target = generations_.empty() ? event.latest_begun() : generations_[task];
+  return event.finished_or_defer(target, resume) ? HostOutcome::ok : HostOutcome::deferred;
+}
+
+HostOutcome HostLaunch::run_parallel_for(std::uint32_t task, const ParallelForPayload& pf,
+                                         std::size_t count) {
   const std::size_t chunks = chunk_count(count, pool_size_);
   if (chunks == 1) {
-    run_chunk(task, 0, count);
-    return failed_[task].load(std::memory_order_acquire) ? Outcome::failed : Outcome::ok;
+    run_chunk(task, pf, 0, count);
+    return failed_[task].load(std::memory_order_acquire) ? HostOutcome::failed : HostOutcome::ok;
   }
   chunks_[task].store(static_cast<std::uint32_t>(chunks), std::memory_order_relaxed);
   const std::size_t step = (count + chunks - 1) / chunks;
   for (std::size_t k = 0; k < chunks; ++k) {
     const std::size_t begin = k * step, end = std::min(count, begin + step);
-    auto body = [self = shared_from_this(), task, begin, end] {
-      self->run_chunk(task, begin, end);
+    auto body = [self = shared_from_this(), task, &pf, begin, end] {
+      self->run_chunk(task, pf, begin, end);
       if (self->chunks_[task].fetch_sub(1, std::memory_order_acq_rel) == 1) {
         self->resume_after(task, self->failed_[task].load(std::memory_order_acquire) != 0);
       }
     };
     host_pool().post(std::move(body));
   }
-  return Outcome::deferred;
+  return HostOutcome::deferred;
 }
 
-void HostLaunch::run_chunk(std::uint32_t task, std::size_t begin, std::size_t end) {
-  const FlatTask& t = program_->flat.tasks[task];
-  const auto& pf = std::get<ParallelForPayload>(t.plan->command(t.command).payload);
+void HostLaunch::run_chunk(std::uint32_t task, const ParallelForPayload& pf, std::size_t begin,
+                           std::size_t end) {
   try {
-    pf.host(arguments_of(t).data(pf.functor), begin, end);
+    pf.host(arguments_of(program_->flat.tasks[task]).data(pf.functor), begin, end);
   } catch (...) {
     failed_[task].store(1, std::memory_order_release);
     fail(task, "parallel_for");
   }
 }
 
-HostLaunch::Outcome HostLaunch::run_loop(std::uint32_t task) {
+HostOutcome HostLaunch::run_body(std::uint32_t task, const Condition& condition, bool repeat) {
   try {
-    if (program_->loop_bodies[task]->flat.tasks.empty()) {
-      while (loop_holds(task)) {
-      }  // an empty body: nothing to run between the checks
-      return Outcome::ok;
+    if (program_->bodies[task]->flat.tasks.empty()) {
+      // An empty body: nothing to run between the checks.
+      if (repeat) {
+        while (holds(task, condition)) {
+        }
+      } else {
+        holds(task, condition);
+      }
+      return HostOutcome::ok;
     }
-    if (!loop_holds(task)) return Outcome::ok;
+    if (!holds(task, condition)) return HostOutcome::ok;
   } catch (...) {
-    fail(task, "loop condition");
-    return Outcome::failed;
+    fail(task, "condition");
+    return HostOutcome::failed;
   }
-  start_pass(task);
-  return Outcome::deferred;
+  start_pass(task, condition, repeat);
+  return HostOutcome::deferred;
 }
 
-bool HostLaunch::loop_holds(std::uint32_t task) const {
-  const FlatTask& t = program_->flat.tasks[task];
-  const auto& loop = std::get<LoopPayload>(t.plan->command(t.command).payload);
-  return loop.host(arguments_of(t).data(loop.condition));
+bool HostLaunch::holds(std::uint32_t task, const Condition& condition) const {
+  return condition.host(arguments_of(program_->flat.tasks[task]).data(condition.functor));
 }
 
-void HostLaunch::start_pass(std::uint32_t task) {
+void HostLaunch::start_pass(std::uint32_t task, const Condition& condition, bool repeat) {
   try {
-    const std::shared_ptr<const HostProgram>& body = program_->loop_bodies[task];
-    const std::shared_ptr<const Recording>& recording = body->plan->recording;
+    const std::shared_ptr<const HostProgram>& body = program_->bodies[task];
+    const std::shared_ptr<const Plan>& plan = body->plan;
     auto pass = std::make_shared<HostLaunch>(
-        body, std::shared_ptr<const ArgumentStore>(recording, &recording->arguments()),
-        [self = shared_from_this(), task](std::exception_ptr error) {
-          self->after_pass(task, std::move(error));
+        body, std::shared_ptr<const ArgumentStore>(plan, &plan->arguments), EventGenerations{},
+        [self = shared_from_this(), task, &condition, repeat](std::exception_ptr error) {
+          self->after_pass(task, condition, repeat, std::move(error));
         },
         nullptr, nullptr);
     pass->start();
@@ -215,7 +184,8 @@ void HostLaunch::start_pass(std::uint32_t task) {
   }
 }
 
-void HostLaunch::after_pass(std::uint32_t task, std::exception_ptr error) {
+void HostLaunch::after_pass(std::uint32_t task, const Condition& condition, bool repeat,
+                            std::exception_ptr error) {
   if (error) {
     keep_first_error(std::move(error));
     resume_after(task, true);
@@ -223,14 +193,14 @@ void HostLaunch::after_pass(std::uint32_t task, std::exception_ptr error) {
   }
   bool again = false;
   try {
-    again = loop_holds(task);
+    again = repeat && holds(task, condition);
   } catch (...) {
-    fail(task, "loop condition");
+    fail(task, "condition");
     resume_after(task, true);
     return;
   }
   if (again) {
-    start_pass(task);
+    start_pass(task, condition, repeat);
   } else {
     resume_after(task, false);
   }
@@ -276,13 +246,10 @@ void HostLaunch::store_profile() {
     // by time rather than by the worker that started a command.
     measured.push_back({task.plan, task.command, MeasuredCommand::no_lane, start_ms_[t], end_ms_[t]});
   }
-  // Nested commands are join pairs around their contents: give them the span of the pair.
-  for (std::uint32_t c = 0; c < program_->plan->size(); ++c) {
-    if (program_->plan->command(c).kind != CommandKind::nested) continue;
-    const std::uint32_t exit = flat.root_task[c];
-    const std::uint32_t entry = flat.root_entry[c];
-    measured.push_back({program_->plan.get(), c, MeasuredCommand::no_lane, start_ms_[entry],
-                        end_ms_[exit]});
+  // Executed buffers' commands are join pairs around their contents: the span of the pair.
+  for (const NestedSpan& n : flat.nested) {
+    measured.push_back({n.plan, n.command, MeasuredCommand::no_lane, start_ms_[n.entry],
+                        end_ms_[n.exit]});
   }
   Profile p = build_profile(*program_->plan, std::move(measured), "host", started_);
   std::lock_guard lock(profile_->mutex);

@@ -3,22 +3,23 @@
 // A failed task's dependants are skipped; the first error completes the launch's fence.
 #pragma once
 
+#include "backend/host/host_commands.hpp"
 #include "plan/flat_plan.hpp"
-#include "record/argument_store.hpp"
 #include "sync/fence_state.hpp"
-#include "sync/queue_state.hpp"
+#include "sync/host_queue.hpp"
 
 #include <cmdgraph/profile.hpp>
 
 #include <atomic>
 #include <chrono>
-#include <optional>
-#include <vector>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace cmdgraph::detail {
 
@@ -27,14 +28,20 @@ struct HostProgram {
   std::shared_ptr<const Plan> plan;
   FlatPlan flat;
   std::vector<std::string> names;  // per task: how errors, traces and NVTX name it
-  std::vector<std::shared_ptr<const HostProgram>> loop_bodies;  // per task: a loop's body
+  std::vector<std::shared_ptr<const HostProgram>> bodies;  // per task: a body run as it decides
 };
+
+/// The event generations a launch's record and wait commands use, fixed when it is submitted
+/// (per task; 0 for other tasks): a record finishes the generation it began at submission, a
+/// wait waits for the latest record submitted before its launch. Empty for a loop's passes,
+/// whose records and waits act as they run.
+using EventGenerations = std::vector<std::uint64_t>;
 
 /// Ends one host launch exactly once, whichever path gets there first (its last task, or a
 /// failure while starting it): signals the fence, then tells the queue.
 class LaunchEnd {
  public:
-  LaunchEnd(std::shared_ptr<FenceState> fence, QueueState::Done done)
+  LaunchEnd(std::shared_ptr<FenceState> fence, HostQueue::Done done)
       : fence_(std::move(fence)), done_(std::move(done)) {}
   void operator()(std::exception_ptr error) {
     if (ended_.exchange(true)) return;
@@ -44,7 +51,7 @@ class LaunchEnd {
 
  private:
   std::shared_ptr<FenceState> fence_;
-  QueueState::Done done_;
+  HostQueue::Done done_;
   std::atomic<bool> ended_{false};
 };
 
@@ -61,30 +68,40 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   /// `before_complete` runs when every task has finished, before `end` (the submission's
   /// semaphore signals).
   HostLaunch(std::shared_ptr<const HostProgram> program,
-             std::shared_ptr<const ArgumentStore> arguments, End end,
-             std::function<void()> before_complete, std::shared_ptr<HostProfileStore> profile);
+             std::shared_ptr<const ArgumentStore> arguments, EventGenerations generations,
+             End end, std::function<void()> before_complete,
+             std::shared_ptr<HostProfileStore> profile);
   /// Posts the source tasks; returns at once.
   void start();
 
+  // For the commands' runs (host_commands.cpp).
+  HostOutcome run_parallel_for(std::uint32_t task, const ParallelForPayload& pf,
+                               std::size_t count);
+  /// Runs task `task`'s body while `condition` holds (`repeat`), or once if it holds: each
+  /// pass a launch of its own, the condition evaluated on the host before it.
+  HostOutcome run_body(std::uint32_t task, const Condition& condition, bool repeat);
+  void record_event(std::uint32_t task, EventState& event);
+  HostOutcome wait_for_event(std::uint32_t task, EventState& event);
+  /// Files the exception being handled as the launch's error, naming the task.
+  void fail(std::uint32_t task, const char* what_ran);
+
  private:
-  enum class Outcome { ok, failed, deferred };
   static constexpr std::uint32_t none = ~0u;
 
   void post(std::uint32_t task);
   void run(std::uint32_t task);
-  Outcome execute(std::uint32_t task);
-  Outcome run_parallel_for(std::uint32_t task, std::size_t count);
-  void run_chunk(std::uint32_t task, std::size_t begin, std::size_t end);
-  Outcome run_loop(std::uint32_t task);
-  /// Whether loop task `task` runs its body (again); throws what the condition throws.
-  bool loop_holds(std::uint32_t task) const;
-  /// Runs the body of loop task `task` once, as a launch of its own; then checks again.
-  void start_pass(std::uint32_t task);
-  void after_pass(std::uint32_t task, std::exception_ptr error);
+  HostOutcome execute(std::uint32_t task);
+  void run_chunk(std::uint32_t task, const ParallelForPayload& pf, std::size_t begin,
+                 std::size_t end);
+  /// Whether task `task` runs its body (again); throws what the condition throws.
+  bool holds(std::uint32_t task, const Condition& condition) const;
+  /// Runs the body of task `task` once, as a launch of its own; then checks again if `repeat`.
+  void start_pass(std::uint32_t task, const Condition& condition, bool repeat);
+  void after_pass(std::uint32_t task, const Condition& condition, bool repeat,
+                  std::exception_ptr error);
   /// Marks `task` finished; returns one ready child to continue with, posting the others.
   std::uint32_t complete(std::uint32_t task, bool failed);
   void resume_after(std::uint32_t task, bool failed);
-  void fail(std::uint32_t task, const char* what_ran);
   void keep_first_error(std::exception_ptr error);
   void finish();
   void store_profile();
@@ -92,6 +109,7 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
 
   std::shared_ptr<const HostProgram> program_;
   std::shared_ptr<const ArgumentStore> arguments_;
+  EventGenerations generations_;
   End end_;
   std::function<void()> before_complete_;
   std::shared_ptr<HostProfileStore> profile_;  // null when not profiling

@@ -1,10 +1,11 @@
 // The streams backend: a plan run on several CUDA streams ordered by events. Streams and
 // events are made once and reused; each launch forks from the submitting queue's stream,
-// enqueues every task, and joins back into it, without blocking the host.
+// enqueues every task on its lane (each kind's stream form comes from cuda_commands), and
+// joins back into it, without blocking the host.
 #pragma once
 
-#include "plan/plan.hpp"
 #include "backend/executable_impl.hpp"
+#include "plan/plan.hpp"
 
 #include <memory>
 

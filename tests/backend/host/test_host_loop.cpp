@@ -6,6 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 using namespace cmdgraph;
 using namespace cmdgraph::testing;
@@ -78,5 +81,77 @@ TEST_CASE("host.loop.errors_name_the_command" * doctest::timeout(30)) {
     CommandBuffer body("body");
     cmd.loop_while(body, Below{counters.data(), 0, 1});
     CMDGRAPH_EXPECT_ERROR(body.parallel_for(1, Increment{counters.data(), 0}), errc::wrong_state);
+  }
+}
+
+TEST_CASE("host.if.runs_its_body_once_or_not" * doctest::timeout(30)) {
+  for (const auto& [value, expected] : {std::pair{3, 11}, std::pair{5, 10}, std::pair{9, 10}}) {
+    CAPTURE(value);
+    Buffer<int> counters(Device::host(), 2);
+    counters.data()[0] = counters.data()[1] = -5;  // poison
+    CommandBuffer then_body("then");
+    CommandBuffer cmd = one_if(counters.data(), value, 5, then_body);
+    Executable exe = compile(cmd, Device::host());
+    Queue q(Device::host());
+    for (int launch = 0; launch < 3; ++launch) {
+      exe.launch(q).wait();
+      CHECK(counters.data()[1] == expected);
+    }
+  }
+}
+
+TEST_CASE("host.if.a_loop_inside_an_if_inside_a_loop" * doctest::timeout(30)) {
+  Buffer<int> counters(Device::host(), 3);
+  int* c = counters.data();
+  c[0] = c[1] = c[2] = -5;
+  CommandBuffer inner_body("inner body"), then_body("then"), outer_body("outer body");
+  CommandBuffer cmd = loop_if_loop(c, inner_body, then_body, outer_body);
+  Queue q(Device::host());
+  Executable exe = compile(cmd, Device::host());
+  for (int launch = 0; launch < 2; ++launch) {
+    exe.launch(q).wait();
+    CHECK(c[0] == 4);
+    CHECK(c[1] == 3);
+    CHECK(c[2] == 6);
+  }
+}
+
+TEST_CASE("host.if.errors_name_the_command" * doctest::timeout(30)) {
+  Queue q(Device::host());
+  SUBCASE("a body task throwing skips the if's dependants") {
+    CommandBuffer body("then");
+    body.host([] { throw std::runtime_error("bad"); }).named("thrower");
+    CommandBuffer cmd("if");
+    bool after_ran = false;
+    auto maybe = cmd.if_then([] { return true; }, body).named("maybe");
+    cmd.host([&] { after_ran = true; }).after(maybe);
+    auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()).launch(q).wait(),
+                                   errc::host_task_failed);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{"then/thrower"});
+    CHECK_FALSE(after_ran);
+  }
+  SUBCASE("a false condition runs nothing of the body") {
+    CommandBuffer body("then");
+    body.host([] { throw std::runtime_error("must not run"); });
+    CommandBuffer cmd("if");
+    cmd.if_then([] { return false; }, body);
+    compile(cmd, Device::host()).launch(q).wait();
+  }
+  SUBCASE("a condition throwing names the if") {
+    CommandBuffer body("then");
+    body.host([] {});
+    CommandBuffer cmd("if");
+    cmd.if_then([]() -> bool { throw std::runtime_error("no"); }, body).named("maybe");
+    auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()).launch(q).wait(),
+                                   errc::host_task_failed);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{"maybe"});
+  }
+  SUBCASE("a buffer cannot run itself") {
+    CommandBuffer cmd("if");
+    auto e = CMDGRAPH_EXPECT_ERROR(cmd.if_then([] { return true; }, cmd), errc::invalid_argument);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{"if_then#0"});
   }
 }

@@ -1,6 +1,6 @@
 // Lane schedules of the streams backend, checked without a GPU: every edge must be implied by
 // lane order, event waits and the fork; known shapes use the expected streams and events.
-#include "backend/streams/lanes.hpp"
+#include "plan/lanes.hpp"
 #include "plan/flat_plan.hpp"
 #include "plan/plan.hpp"
 #include "support/random_dag.hpp"
@@ -29,7 +29,7 @@ Scheduled schedule(const Dag& dag, unsigned lanes) {
   for (std::size_t v = 0; v < dag.size; ++v) c.push_back(cmd.host([] {}));
   for (const auto& [p, k] : dag.edges) c[k].after(c[p]);
   Scheduled s;
-  s.plan = detail::build_plan(cmd.recording());
+  s.plan = detail::build_plan(*detail::recording_of(cmd));
   s.flat = detail::flatten(*s.plan);
   s.schedule = detail::assign_lanes(s.flat, lanes);
   return s;

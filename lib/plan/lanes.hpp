@@ -1,6 +1,6 @@
-// Lane assignment for the streams backend: which stream runs each task, and which events
-// order tasks across streams. Pure scheduling, no CUDA: lane 0 is the submitting queue's own
-// stream, lanes 1.. are the executable's streams.
+// Lane assignment: which lane (a stream of the streams backend) runs each task of a flat plan,
+// and which events order tasks across lanes. Pure scheduling, no CUDA: lane 0 is the
+// submitting queue's own stream, lanes 1.. are the executable's streams.
 #pragma once
 
 #include "plan/flat_plan.hpp"

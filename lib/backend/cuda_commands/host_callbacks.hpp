@@ -1,8 +1,12 @@
 // Host tasks on CUDA backends: each runs on CUDA's callback thread through a trampoline that
-// catches its exception and files it under the launch it belongs to, for that launch's fence.
+// catches its exception and files it under the launch it belongs to, for that launch's fence,
+// and skips a task whose nearest host-task ancestors failed or were skipped in that launch, so
+// a failed host task's dependant host tasks are skipped as on the host backend.
 #pragma once
 
-#include "record/recording.hpp"
+#include "plan/plan.hpp"
+
+#include <cmdgraph/detail/specs.hpp>
 
 #include <cstdint>
 #include <exception>
@@ -40,12 +44,28 @@ class HostErrors {
   std::map<std::uint64_t, std::exception_ptr> errors_;
 };
 
+struct HostCallback;
+/// The host tasks a command follows with no other host task between (shared between commands
+/// where they are the same); null for none.
+using HostAncestors = std::shared_ptr<const std::vector<HostCallback*>>;
+/// The union of several commands' nearest host ancestors (one of them, shared, when the others
+/// add nothing).
+HostAncestors merged(const std::vector<HostAncestors>& sets);
+/// `callback` alone.
+HostAncestors only(HostCallback* callback);
+
 /// One host task as CUDA sees it: the userData of a host node or cudaLaunchHostFunc.
 struct HostCallback {
   std::shared_ptr<HostTask> task;
   std::string name;
   HostErrors* errors;
+  HostAncestors ancestors;  // a failure of one of these in a launch skips this task there
+  /// The last launch in which this task failed or was skipped (none: max).
+  std::atomic<std::uint64_t> failed_in{~std::uint64_t{0}};
 };
+
+/// Host tasks in `plan` and every body it runs, each counted once per execution.
+std::uint32_t count_host_tasks(const Plan& plan);
 
 /// The trampoline, with CUDA's host function signature.
 void run_host_callback(void* callback);
@@ -54,7 +74,8 @@ void run_host_callback(void* callback);
 /// they never move.
 class HostCallbacks {
  public:
-  HostCallback* add(std::shared_ptr<HostTask> task, std::string name, HostErrors* errors);
+  HostCallback* add(std::shared_ptr<HostTask> task, std::string name, HostErrors* errors,
+                    HostAncestors ancestors);
   std::size_t size() const noexcept { return callbacks_.size(); }
 
  private:

@@ -1,7 +1,8 @@
-// LaunchCompletion: lazily recorded events, fault messages, host task errors; Retirement.
-#include "backend/cuda_common/launch_fence.hpp"
+// LaunchCompletion: lazily recorded events, fault messages, host task errors; launch contexts.
+#include "backend/cuda_launch/launch_fence.hpp"
 
 #include "cuda/check.hpp"
+#include "cuda/stream_ops.hpp"
 
 #include <cmdgraph/error.hpp>
 
@@ -70,8 +71,11 @@ class LaunchCompletion final : public DeviceCompletion {
       settle(static_cast<cudaError_t>(e.cuda_status()));
       return;
     }
-    const cudaError_t s = cuda::try_call([&] { return cudaEventRecord(event_.get(), stream); });
-    if (s != cudaSuccess) settle(s);
+    try {
+      cuda::record_event(event_.get(), stream, cuda::no_command);
+    } catch (const Error& e) {
+      settle(static_cast<cudaError_t>(e.cuda_status()));
+    }
   }
   void mark_finished(int status) override {
     std::lock_guard lock(mutex_);
@@ -85,7 +89,7 @@ class LaunchCompletion final : public DeviceCompletion {
       event = event_.get();
     }
     if (!event) return false;  // not marked: cannot be queried yet
-    const cudaError_t s = cuda::try_call([&] { return cudaEventQuery(event); });
+    const cudaError_t s = cuda::query_event(event);
     if (s == cudaErrorNotReady) return false;
     std::lock_guard lock(mutex_);
     settle(s);
@@ -98,7 +102,7 @@ class LaunchCompletion final : public DeviceCompletion {
       if (finished_) return;
       event = event_.get();
     }
-    const cudaError_t s = cuda::try_call([&] { return cudaEventSynchronize(event); });
+    const cudaError_t s = cuda::synchronize_event(event);
     std::lock_guard lock(mutex_);
     settle(s);
   }
@@ -144,18 +148,31 @@ std::shared_ptr<FenceState> launch_fence(const std::shared_ptr<const LaunchConte
   return std::make_shared<LaunchFence>(context, launch, queue);
 }
 
-void Retirement::retire(std::shared_ptr<void> keep, const std::shared_ptr<QueueState>& queue,
-                        int device) {
-  if (!queue) return;  // never launched: nothing can be using it
-  cuda::Event marker = cuda::create_event(device, false);
-  CMDGRAPH_CUDA(cuda::no_command, cudaEventRecord, marker.get(), queue->stream());
-  entries_.push_back({std::move(marker), std::move(keep)});
+std::shared_ptr<LaunchContext> launch_context(const Plan& plan, int device,
+                                              std::shared_ptr<HostErrors> host_errors,
+                                              std::shared_ptr<EventPool> events) {
+  auto context = std::make_shared<LaunchContext>();
+  context->executable = plan.buffer_name;
+  context->device = device;
+  context->suspects = device_code_commands(plan);
+  context->host_errors = std::move(host_errors);
+  context->events = std::move(events);
+  return context;
 }
 
-void Retirement::release_finished() noexcept {
-  std::erase_if(entries_, [](const Entry& e) {
-    return cuda::try_call([&] { return cudaEventQuery(e.marker.get()); }) != cudaErrorNotReady;
-  });
+namespace {
+void collect_device_code(const Plan& plan, const Plan& root, std::vector<std::string>& out) {
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (traits(plan.kind(c)).runs_device_code) out.push_back(command_label(plan, c, root));
+    if (const Plan* body = plan.body(c)) collect_device_code(*body, root, out);
+  }
+}
+}  // namespace
+
+std::vector<std::string> device_code_commands(const Plan& plan) {
+  std::vector<std::string> out;
+  collect_device_code(plan, plan, out);
+  return out;
 }
 
 }  // namespace cmdgraph::detail

@@ -3,10 +3,11 @@
 // device fault (naming the commands that run device code) or a host task's exception.
 #pragma once
 
-#include "backend/cuda_common/host_callbacks.hpp"
+#include "backend/cuda_commands/host_callbacks.hpp"
 #include "cuda/handles.hpp"
+#include "plan/plan.hpp"
+#include "sync/cuda_queue.hpp"
 #include "sync/fence_state.hpp"
-#include "sync/queue_state.hpp"
 
 #include <memory>
 #include <mutex>
@@ -47,20 +48,13 @@ std::shared_ptr<FenceState> launch_fence(const std::shared_ptr<const LaunchConte
                                          std::uint64_t launch,
                                          const std::shared_ptr<QueueState>& queue);
 
-/// Keeps what launches in flight may still use (host callbacks, an old instantiation) until
-/// the work enqueued on their queue so far has finished.
-class Retirement {
- public:
-  void retire(std::shared_ptr<void> keep, const std::shared_ptr<QueueState>& queue, int device);
-  /// Drops whatever is no longer in use. Cheap when nothing is retired.
-  void release_finished() noexcept;
+/// What the launches of one instance of `plan` on `device` report errors with.
+std::shared_ptr<LaunchContext> launch_context(const Plan& plan, int device,
+                                              std::shared_ptr<HostErrors> host_errors,
+                                              std::shared_ptr<EventPool> events);
 
- private:
-  struct Entry {
-    cuda::Event marker;
-    std::shared_ptr<void> keep;
-  };
-  std::vector<Entry> entries_;
-};
+/// Names of the commands that run device code (kernels, parallel_for, captures, loops), those
+/// of bodies qualified: the suspects when a launch faults.
+std::vector<std::string> device_code_commands(const Plan& plan);
 
 }  // namespace cmdgraph::detail

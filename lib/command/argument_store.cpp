@@ -1,5 +1,5 @@
 // ArgumentStore: aligned bump storage that copies as a whole.
-#include "record/argument_store.hpp"
+#include "command/argument_store.hpp"
 
 #include <cmdgraph/error.hpp>
 

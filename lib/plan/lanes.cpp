@@ -1,6 +1,6 @@
 // assign_lanes: list scheduling by estimated start time and critical path, then vector clocks
 // to drop every wait that earlier waits already imply.
-#include "backend/streams/lanes.hpp"
+#include "plan/lanes.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -9,7 +9,7 @@ namespace cmdgraph::detail {
 namespace {
 
 std::uint64_t weight_of(const FlatTask& t) {
-  return t.is_join() ? 0 : schedule_weight(t.plan->command(t.command).kind);
+  return t.is_join() ? 0 : schedule_weight(t.plan->kind(t.command));
 }
 
 constexpr std::uint32_t no_lane = ~0u;

@@ -1,0 +1,320 @@
+// Each kind of command on a CUDA device: its check, its launch parameters, its graph node and
+// its stream operation.
+#include "backend/cuda_commands/cuda_commands.hpp"
+
+#include "cuda/runtime.hpp"
+#include "cuda/stream_ops.hpp"
+#include "error/task_failure.hpp"
+#include "sync/event_state.hpp"
+
+#include <cmdgraph/error.hpp>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+namespace cmdgraph::detail {
+namespace {
+
+// Threads per block for parallel_for: a multiple of the warp that suits simple loops.
+constexpr unsigned parallel_for_block = 256;
+
+// Resident blocks of `kernel` per device, so a grid-stride parallel_for fills the GPU once
+// and no more. Cached: occupancy queries cost microseconds.
+unsigned resident_blocks(const void* kernel, int device) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, unsigned> cache;
+  std::lock_guard lock(mutex);
+  const auto key = std::make_pair(kernel, device);
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  const int per_sm = cuda::resident_blocks_per_multiprocessor(kernel, parallel_for_block);
+  const unsigned blocks =
+      static_cast<unsigned>(std::max(1, per_sm * cuda::multiprocessor_count(device)));
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
+// ---- Checks: can the command run on this device, where it sits? ----
+
+// Where a command sits. A loop body on CUDA is a conditional node's body graph, which takes
+// no host, event or capture nodes; an executed buffer becomes a child graph that CUDA clones,
+// which must not hold a loop (its handle belongs to the graph it was made in).
+struct Within {
+  bool loop = false;
+  bool executed = false;
+};
+
+class Check {
+ public:
+  Check(const Plan& plan, std::uint32_t c, const Plan& root, int device, Within within)
+      : plan_(plan), c_(c), root_(root), device_(device), within_(within) {}
+
+  void operator()(const KernelPayload&) const {}
+  void operator()(const ParallelForPayload& p) const {
+    if (!p.device_kernel) {
+      refuse(errc::unsupported,
+             "its functor has no device version (record it in a translation unit compiled by "
+             "nvcc, with a __host__ __device__ call operator)");
+    }
+  }
+  void operator()(const CopyPayload& p) const {
+    const auto& copy = plan_.arguments.get<CopySpec>(p.spec);
+    memory(copy.dst, true);
+    memory(copy.src, true);
+  }
+  void operator()(const FillPayload& p) const {
+    memory(plan_.arguments.get<FillSpec>(p.spec).dst, false);
+  }
+  void operator()(const HostPayload&) const {}
+  void operator()(const EventRecordPayload& p) const { event(*p.event, false); }
+  void operator()(const EventWaitPayload& p) const { event(*p.event, true); }
+  void operator()(const NestedPayload&) const { body({within_.loop, true}); }
+  void operator()(const CapturePayload&) const {}
+  void operator()(const BarrierPayload&) const {}
+  void operator()(const LoopPayload& p) const { conditional(p.condition); }
+  void operator()(const IfPayload& p) const { conditional(p.condition); }
+
+  /// Checks every command of `plan` where `within` says it sits.
+  static void all(const Plan& plan, const Plan& root, int device, Within within) {
+    for (std::uint32_t c = 0; c < plan.size(); ++c) {
+      const Check check(plan, c, root, device, within);
+      if (within.loop && !traits(plan.kind(c)).in_device_loop) {
+        check.refuse(errc::unsupported,
+                     "a loop body on a CUDA device holds only kernels, parallel_for, copies, "
+                     "fills, executed buffers and loops (a conditional node's body graph)");
+      }
+      std::visit(check, plan.payload(c));
+    }
+  }
+
+  // A device reaches host memory and its own; a copy may also reach another GPU (a peer
+  // copy), for which peer access is opened here.
+  void memory(const MemoryRange& r, bool peer_allowed) const {
+    if (r.space != MemorySpace::device || r.device == device_) return;
+    if (r.device < 0 || r.device >= cuda::device_count()) {
+      refuse(errc::device_mismatch,
+             "it touches memory of cuda:" + std::to_string(r.device) + ", which does not exist");
+    }
+    if (!peer_allowed) {
+      refuse(errc::device_mismatch,
+             "it touches memory of cuda:" + std::to_string(r.device) + " but runs on cuda:" +
+                 std::to_string(device_) + " (only copies reach another device)");
+    }
+    cuda::open_peer_access(device_, r.device, command_label(plan_, c_, root_));
+  }
+
+  [[noreturn]] void refuse(errc code, const std::string& why) const {
+    const std::string name = command_label(plan_, c_, root_);
+    throw Error(code, "command '" + name + "' cannot run on this CUDA device: " + why, {name});
+  }
+
+ private:
+  // A device records only its own events but may wait for any GPU's, as a stream may.
+  void event(const EventState& e, bool waits) const {
+    const Device d = e.device();
+    if (!d.is_cuda() || (d.ordinal() != device_ && !waits)) {
+      refuse(errc::device_mismatch,
+             "its event belongs to " + d.name() +
+                 (d.is_cuda() ? " (a device records only its own events)" : ""));
+    }
+  }
+  void body(Within within) const { all(*plan_.body(c_), root_, device_, within); }
+  // A command that runs its body through a conditional node.
+  void conditional(const Condition& condition) const {
+    if (within_.executed) {
+      refuse(errc::unsupported,
+             std::string("a ") + std::string(traits(plan_.kind(c_)).name) +
+                 " inside an executed buffer is not supported on CUDA devices (CUDA cannot "
+                 "clone a conditional node into a child graph); record it in the buffer that "
+                 "executes it");
+    }
+    if (!condition.device_kernel) {
+      refuse(errc::unsupported,
+             "its condition has no device version (record it in a translation unit compiled by "
+             "nvcc, with a __host__ __device__ call operator)");
+    }
+    body({true, within_.executed});
+  }
+
+  const Plan& plan_;
+  std::uint32_t c_;
+  const Plan& root_;
+  int device_;
+  Within within_;
+};
+
+// ---- Launch parameters of the kinds that run one kernel ----
+
+struct Launch {
+  const ArgumentStore& args;
+  int device;
+
+  template <class P>
+  std::optional<KernelLaunch> operator()(const P&) const {
+    return std::nullopt;
+  }
+  std::optional<KernelLaunch> operator()(const KernelPayload& kp) const {
+    KernelLaunch k;
+    const auto& config = args.get<LaunchConfig>(kp.config);
+    k.function = kp.function;
+    k.grid = dim3(config.grid.x, config.grid.y, config.grid.z);
+    k.block = dim3(config.block.x, config.block.y, config.block.z);
+    k.shared_bytes = static_cast<unsigned>(config.shared_bytes);
+    for (std::uint32_t i = 0; i < kp.param_count; ++i) {
+      k.params.push_back(args.data(kp.first_param + i));
+    }
+    return k;
+  }
+  std::optional<KernelLaunch> operator()(const ParallelForPayload& pf) const {
+    KernelLaunch k;
+    const std::size_t n = args.get<std::size_t>(pf.count());
+    const std::size_t needed = (n + parallel_for_block - 1) / parallel_for_block;
+    k.function = pf.device_kernel;
+    k.block = dim3(parallel_for_block);
+    k.grid = dim3(static_cast<unsigned>(
+        std::min<std::size_t>(needed, resident_blocks(pf.device_kernel, device))));
+    k.params = {args.data(pf.functor), args.data(pf.count())};
+    return k;
+  }
+};
+
+// ---- Graph nodes ----
+
+cuda::NodeSpec kernel_node(KernelLaunch& launch) {
+  cuda::NodeSpec s = cuda::NodeSpec::of(cudaGraphNodeTypeKernel);
+  cudaKernelNodeParamsV2& p = s.params.kernel;
+  p.func = const_cast<void*>(launch.function);
+  p.gridDim = launch.grid;
+  p.blockDim = launch.block;
+  p.sharedMemBytes = launch.shared_bytes;
+  p.kernelParams = launch.params.data();
+  return s;
+}
+
+struct GraphForm {
+  GraphSite& site;
+
+  template <class P>
+  cudaGraphNode_t kernel(const P& payload) const {
+    // Kernel parameters are copied when a node is made or set: the launch may be a local.
+    KernelLaunch launch = *Launch{site.args(), site.device()}(payload);
+    cuda::NodeSpec spec = kernel_node(launch);
+    return site.place(spec);
+  }
+  cudaGraphNode_t operator()(const KernelPayload& p) const { return kernel(p); }
+  cudaGraphNode_t operator()(const ParallelForPayload& p) const { return kernel(p); }
+  cudaGraphNode_t operator()(const CopyPayload& p) const {
+    const auto& c = site.args().get<CopySpec>(p.spec);
+    cuda::NodeSpec spec;
+    spec.copy = cuda::Copy1D{c.dst.data, c.src.data, c.dst.bytes};
+    return site.place(spec);
+  }
+  cudaGraphNode_t operator()(const FillPayload& p) const {
+    const auto& f = site.args().get<FillSpec>(p.spec);
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeMemset);
+    cudaMemsetParamsV2& m = spec.params.memset;
+    m.dst = f.dst.data;
+    m.value = f.value;
+    m.elementSize = f.element_size;
+    m.width = f.dst.bytes / f.element_size;
+    m.height = 1;
+    return site.place(spec);
+  }
+  cudaGraphNode_t operator()(const HostPayload& p) const {
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeHost);
+    spec.params.host.fn = &run_host_callback;
+    spec.params.host.userData = site.host_callback(p.task);
+    return site.place(spec);
+  }
+  cudaGraphNode_t operator()(const EventRecordPayload& p) const {
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeEventRecord);
+    spec.params.eventRecord.event = p.event->native();
+    return site.place(spec);
+  }
+  cudaGraphNode_t operator()(const EventWaitPayload& p) const {
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeWaitEvent);
+    spec.params.eventWait.event = p.event->native();
+    return site.place(spec);
+  }
+  cudaGraphNode_t operator()(const NestedPayload&) const { return site.body_graph(); }
+  cudaGraphNode_t operator()(const CapturePayload&) const { return site.captured_graph(); }
+  cudaGraphNode_t operator()(const BarrierPayload&) const {
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
+    return site.place(spec);
+  }
+  cudaGraphNode_t operator()(const LoopPayload& p) const {
+    return site.conditional(cudaGraphCondTypeWhile, p.condition);
+  }
+  cudaGraphNode_t operator()(const IfPayload& p) const {
+    return site.conditional(cudaGraphCondTypeIf, p.condition);
+  }
+};
+
+// ---- Stream operations ----
+
+struct StreamForm {
+  const StreamSite& site;
+
+  void kernel() const {
+    const KernelLaunch& k = *site.kernel;
+    cuda::launch_kernel(k.function, k.grid, k.block, const_cast<void**>(k.params.data()),
+                        k.shared_bytes, site.stream, site.served);
+  }
+  void operator()(const KernelPayload&) const { kernel(); }
+  void operator()(const ParallelForPayload&) const { kernel(); }
+  void operator()(const CopyPayload& p) const {
+    const auto& c = site.args.get<CopySpec>(p.spec);
+    cuda::copy_async(c.dst.data, c.src.data, c.dst.bytes, site.stream, site.served);
+  }
+  void operator()(const FillPayload& p) const {
+    const auto& f = site.args.get<FillSpec>(p.spec);
+    cuda::fill_async(f.dst.data, f.value, f.element_size, f.dst.bytes / f.element_size,
+                     site.stream, site.served);
+  }
+  void operator()(const HostPayload&) const {
+    cuda::launch_host_func(site.stream, &run_host_callback, site.callback, site.served);
+  }
+  void operator()(const EventRecordPayload& p) const {
+    cuda::record_event(p.event->native(), site.stream, site.served);
+  }
+  void operator()(const EventWaitPayload& p) const {
+    cuda::wait_event(site.stream, p.event->native(), site.served);
+  }
+  void operator()(const NestedPayload&) const {}  // expanded in place: ordering only
+  void operator()(const CapturePayload& p) const {
+    // Library calls enqueue directly on the task's stream at each launch.
+    try {
+      p.task->run(site.stream);
+    } catch (const Error&) {
+      throw;
+    } catch (...) {
+      std::rethrow_exception(task_failure("capture", std::string(site.served.name)));
+    }
+  }
+  void operator()(const BarrierPayload&) const {}  // ordering only
+  void operator()(const LoopPayload&) const {}     // device-decided: refused by streams
+  void operator()(const IfPayload&) const {}       // device-decided: refused by streams
+};
+
+}  // namespace
+
+void check_runs_on_device(const Plan& plan, int device) { Check::all(plan, plan, device, {}); }
+
+void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device) {
+  Check(plan, c, plan, device, {}).memory(r, std::holds_alternative<CopyPayload>(plan.payload(c)));
+}
+
+std::optional<KernelLaunch> kernel_launch(const Payload& payload, const ArgumentStore& args,
+                                          int device) {
+  return std::visit(Launch{args, device}, payload);
+}
+
+cudaGraphNode_t add_graph_node(const Payload& payload, GraphSite& site) {
+  return std::visit(GraphForm{site}, payload);
+}
+
+void enqueue_on_stream(const Payload& payload, const StreamSite& site) {
+  std::visit(StreamForm{site}, payload);
+}
+
+}  // namespace cmdgraph::detail

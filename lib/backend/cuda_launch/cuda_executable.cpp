@@ -1,0 +1,48 @@
+// CudaExecutable: the launch skeleton of both CUDA backends.
+#include "backend/cuda_launch/cuda_executable.hpp"
+
+#include "backend/cuda_commands/cuda_commands.hpp"
+#include "cuda/handles.hpp"
+#include "sync/access.hpp"
+
+namespace cmdgraph::detail {
+
+void CudaExecutable::wait_for_launches() noexcept {
+  if (auto queue = last_queue_.lock()) queue->synchronize_quietly();
+}
+
+Fence CudaExecutable::launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) {
+  CudaQueue& lane = *queue->as_cuda();
+  const cuda::ScopedDevice on(ordinal());
+  std::lock_guard lock(mutex_);
+  CudaQueue::Submission submission(lane);
+  lane.enqueue_semaphore_waits(info);
+  const std::shared_ptr<QueueState> previous = last_queue_.lock();
+  // Set first: whatever part of the run gets enqueued, the next launch follows this queue.
+  last_queue_ = queue;
+  if (profiling()) last_started_ = std::chrono::steady_clock::now();
+  enqueue(lane, previous && previous != queue ? previous->as_cuda() : nullptr);
+  lane.enqueue_semaphore_signals(info);
+  const std::uint64_t launch = launches_++;
+  std::shared_ptr<FenceState> fence = launch_fence(context_, launch, queue);
+  submission.commit(fence, context_, launch);
+  return Access::fence(std::move(fence));
+}
+
+void CudaExecutable::check_memory(std::uint32_t c, const MemoryRange& r) const {
+  check_device_memory(plan(), c, r, ordinal());
+}
+
+void CudaExecutable::check_runs(const Plan& plan) const { check_runs_on_device(plan, ordinal()); }
+
+void CudaExecutable::start_context(std::shared_ptr<const LaunchContext> context) {
+  context_ = std::move(context);
+  launches_ = 0;
+}
+
+void CudaExecutable::retire(std::shared_ptr<const void> keep) {
+  if (auto queue = last_queue_.lock()) queue->as_cuda()->retire(std::move(keep));
+  // Never launched: nothing can be using it.
+}
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,57 @@
+// CudaExecutable: the skeleton both CUDA backends share. A launch holds the queue while the
+// backend enqueues its run between the submission's semaphore waits and signals, numbers the
+// launch for error attribution and hands back its fence; what launches in flight still use is
+// retired to the queue; the destructor waits for the work in flight.
+#pragma once
+
+#include "backend/cuda_launch/launch_fence.hpp"
+#include "backend/executable_impl.hpp"
+#include "sync/cuda_queue.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace cmdgraph::detail {
+
+class CudaExecutable : public ExecutableImpl {
+ public:
+  CudaExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
+                 bool profile)
+      : ExecutableImpl(std::move(plan), device, std::move(stats), profile) {}
+  ~CudaExecutable() override { wait_for_launches(); }
+
+  Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) final;
+  void check_memory(std::uint32_t c, const MemoryRange& r) const final;
+
+ protected:
+  /// Enqueues one run on `queue`'s stream, after the submission's waits. `previous`: the queue
+  /// of this executable's previous launch when that was another one (the run must follow it).
+  virtual void enqueue(CudaQueue& queue, CudaQueue* previous) = 0;
+  void check_runs(const Plan& plan) const override;
+
+  /// Launches from now on report errors through `context`, numbered from 0 again.
+  void start_context(std::shared_ptr<const LaunchContext> context);
+  /// Keeps `keep` alive until every launch so far has finished.
+  void retire(std::shared_ptr<const void> keep);
+
+  /// Waits for the launches in flight: their host callbacks and parameters point into the
+  /// derived executable, so its destructor calls this first (its members die before ours).
+  void wait_for_launches() noexcept;
+
+  int ordinal() const noexcept { return device().ordinal(); }
+  std::mutex& mutex() const noexcept { return mutex_; }
+  /// Under mutex(): launches through the current context, and when the last one started.
+  std::uint64_t launches() const noexcept { return launches_; }
+  std::chrono::steady_clock::time_point last_started() const noexcept { return last_started_; }
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const LaunchContext> context_;
+  std::weak_ptr<QueueState> last_queue_;
+  std::uint64_t launches_ = 0;
+  std::chrono::steady_clock::time_point last_started_;
+};
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,132 @@
+// Each kind of command on the host: its refusal (why it cannot run on the CPU) and its run.
+#include "backend/host/host_commands.hpp"
+
+#include "backend/host/host_launch.hpp"
+#include "sync/event_state.hpp"
+
+#include <cstring>
+
+namespace cmdgraph::detail {
+namespace {
+
+HostRefusal host_device_event(const EventState& event) {
+  if (event.device().is_host()) return {};
+  return {errc::device_mismatch, "its event belongs to " + event.device().name()};
+}
+
+void fill_host(const FillSpec& f) {
+  auto* p = static_cast<unsigned char*>(f.dst.data);
+  const std::size_t count = f.dst.bytes / f.element_size;
+  switch (f.element_size) {
+    case 1: std::memset(p, static_cast<int>(f.value), count); break;
+    case 2: {
+      const auto v = static_cast<std::uint16_t>(f.value);
+      for (std::size_t i = 0; i < count; ++i) std::memcpy(p + 2 * i, &v, 2);
+      break;
+    }
+    default:
+      for (std::size_t i = 0; i < count; ++i) std::memcpy(p + 4 * i, &f.value, 4);
+  }
+}
+
+// What the visitors below see of the command being checked or run.
+struct Refuse {
+  const ArgumentStore& args;
+
+  HostRefusal operator()(const KernelPayload&) const {
+    return {errc::unsupported,
+            "a __global__ kernel needs a CUDA device (record it as parallel_for to run it on both)"};
+  }
+  HostRefusal operator()(const ParallelForPayload& p) const {
+    if (p.host) return {};
+    return {errc::unsupported, "its functor has no host version (__device__ only)"};
+  }
+  HostRefusal operator()(const CopyPayload& p) const {
+    const auto& copy = args.get<CopySpec>(p.spec);
+    HostRefusal r = host_memory_refusal(copy.dst);
+    return r ? r : host_memory_refusal(copy.src);
+  }
+  HostRefusal operator()(const FillPayload& p) const {
+    return host_memory_refusal(args.get<FillSpec>(p.spec).dst);
+  }
+  HostRefusal operator()(const HostPayload&) const { return {}; }
+  HostRefusal operator()(const EventRecordPayload& p) const { return host_device_event(*p.event); }
+  HostRefusal operator()(const EventWaitPayload& p) const { return host_device_event(*p.event); }
+  HostRefusal operator()(const NestedPayload&) const { return {}; }
+  HostRefusal operator()(const CapturePayload&) const {
+    return {errc::unsupported, "stream capture needs a CUDA device"};
+  }
+  HostRefusal operator()(const BarrierPayload&) const { return {}; }
+  HostRefusal operator()(const LoopPayload& p) const { return condition(p.condition); }
+  HostRefusal operator()(const IfPayload& p) const { return condition(p.condition); }
+  static HostRefusal condition(const Condition& c) {
+    if (c.host) return {};
+    return {errc::unsupported, "its condition has no host version (__device__ only)"};
+  }
+};
+
+struct Run {
+  HostLaunch& launch;
+  std::uint32_t task;
+  const ArgumentStore& args;
+
+  HostOutcome operator()(const KernelPayload&) const { return HostOutcome::failed; }  // refused
+  HostOutcome operator()(const ParallelForPayload& p) const {
+    return launch.run_parallel_for(task, p, args.get<std::size_t>(p.count()));
+  }
+  HostOutcome operator()(const CopyPayload& p) const {
+    const auto& c = args.get<CopySpec>(p.spec);
+    std::memmove(c.dst.data, c.src.data, c.dst.bytes);
+    return HostOutcome::ok;
+  }
+  HostOutcome operator()(const FillPayload& p) const {
+    fill_host(args.get<FillSpec>(p.spec));
+    return HostOutcome::ok;
+  }
+  HostOutcome operator()(const HostPayload& p) const {
+    try {
+      p.task->run();
+      return HostOutcome::ok;
+    } catch (...) {
+      launch.fail(task, "host task");
+      return HostOutcome::failed;
+    }
+  }
+  HostOutcome operator()(const EventRecordPayload& p) const {
+    launch.record_event(task, *p.event);
+    return HostOutcome::ok;
+  }
+  HostOutcome operator()(const EventWaitPayload& p) const {
+    return launch.wait_for_event(task, *p.event);
+  }
+  HostOutcome operator()(const NestedPayload&) const {
+    return HostOutcome::ok;  // expanded into join tasks by flatten()
+  }
+  HostOutcome operator()(const CapturePayload&) const { return HostOutcome::failed; }  // refused
+  HostOutcome operator()(const BarrierPayload&) const { return HostOutcome::ok; }
+  HostOutcome operator()(const LoopPayload& p) const {
+    return launch.run_body(task, p.condition, true);
+  }
+  HostOutcome operator()(const IfPayload& p) const {
+    return launch.run_body(task, p.condition, false);
+  }
+};
+
+}  // namespace
+
+HostRefusal host_memory_refusal(const MemoryRange& r) {
+  if (r.space != MemorySpace::device) return {};
+  return {errc::device_mismatch, "it touches memory of cuda:" + std::to_string(r.device) +
+                                     ", which the CPU cannot access"};
+}
+
+HostRefusal host_refusal(const Payload& payload, const ArgumentStore& args) {
+  return std::visit(Refuse{args}, payload);
+}
+
+HostOutcome run_on_host(const Payload& payload, HostLaunch& launch, std::uint32_t task,
+                        const ArgumentStore& args) {
+  return std::visit(Run{launch, task, args}, payload);
+}
+
+}  // namespace cmdgraph::detail

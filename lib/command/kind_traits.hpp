@@ -1,0 +1,27 @@
+// KindTraits: the facts every stage may ask about a kind of command without knowing it. Each
+// payload in payloads.hpp carries its own; kind_table gathers them in CommandKind's order.
+#pragma once
+
+#include <cmdgraph/command.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace cmdgraph::detail {
+
+struct KindTraits {
+  CommandKind kind;
+  std::string_view name;       ///< to_string(kind), and default command names "name#index"
+  std::string_view dot_shape;  ///< Graphviz node shape
+  std::uint64_t weight = 1;    ///< scheduling weight; 0: ordering only, costs nothing
+  bool runs_device_code = false;  ///< a suspect when a CUDA launch faults
+  bool updatable = false;         ///< its values change through Executable::update(handle, ...)
+  bool in_device_loop = true;     ///< may sit in a loop body on a CUDA device (a conditional
+                                  ///< node's body graph)
+  bool device_decided = false;    ///< runs its body as often as a condition evaluated as it
+                                  ///< runs says: a conditional node on a CUDA graph, the host;
+                                  ///< the streams backend, which enqueues ahead, cannot
+};
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,182 @@
+// The command table: one payload struct per kind of command, each carrying its kind's facts
+// (KindTraits) beside what it stores. A command's kind *is* the index of its payload in
+// Payload, so the kind is never stored twice and std::visit reaches every kind.
+#pragma once
+
+#include "command/argument_store.hpp"
+#include "command/kind_traits.hpp"
+
+#include <cmdgraph/detail/specs.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+
+namespace cmdgraph::detail {
+
+class EventState;  // sync/: what an Event is on its device
+class Recording;   // record/: a sealed secondary buffer or loop body; backends reach its plan
+                   // through Plan::body(c), never the recording itself
+
+// Payloads keep what never changes; values update() may change live in the ArgumentStore and
+// are named by slot.
+
+struct KernelPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::kernel, .name = "kernel",
+                                     .dot_shape = "box", .runs_device_code = true,
+                                     .updatable = true};
+  const void* function;             // the __global__ function's host stub
+  ArgumentStore::Slot config;       // LaunchConfig
+  ArgumentStore::Slot first_param;  // then param_count consecutive slots
+  std::uint32_t param_count;
+  const void* code() const noexcept { return function; }
+};
+
+struct ParallelForPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::parallel_for, .name = "parallel_for",
+                                     .dot_shape = "box", .runs_device_code = true,
+                                     .updatable = true};
+  ArgumentStore::Slot functor;  // the kernel's (f, n): functor, then the count (std::size_t)
+  HostInvoke host;              // null when the functor has no host version
+  const void* device_kernel;    // null when not recorded in a CUDA translation unit
+  ArgumentStore::Slot count() const noexcept { return functor + 1; }
+  const void* code() const noexcept { return device_kernel; }
+};
+
+struct CopyPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::copy, .name = "copy",
+                                     .dot_shape = "cds", .updatable = true};
+  ArgumentStore::Slot spec;  // CopySpec
+};
+
+struct FillPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::fill, .name = "fill",
+                                     .dot_shape = "box3d", .updatable = true};
+  ArgumentStore::Slot spec;  // FillSpec
+};
+
+struct HostPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::host, .name = "host",
+                                     .dot_shape = "ellipse", .in_device_loop = false};
+  std::shared_ptr<HostTask> task;  // shared by the recording and every executable
+};
+
+struct EventRecordPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::event_record, .name = "record",
+                                     .dot_shape = "diamond", .weight = 0,
+                                     .in_device_loop = false};
+  std::shared_ptr<EventState> event;
+};
+
+struct EventWaitPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::event_wait, .name = "wait",
+                                     .dot_shape = "diamond", .weight = 0,
+                                     .in_device_loop = false};
+  std::shared_ptr<EventState> event;
+};
+
+struct NestedPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::nested, .name = "execute",
+                                     .dot_shape = "folder"};
+  std::shared_ptr<const Recording> body;
+};
+
+struct CapturePayload {
+  static constexpr KindTraits traits{.kind = CommandKind::capture, .name = "capture",
+                                     .dot_shape = "component", .runs_device_code = true,
+                                     .in_device_loop = false};
+  std::shared_ptr<CaptureTask> task;
+};
+
+struct BarrierPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::barrier, .name = "barrier",
+                                     .dot_shape = "point", .weight = 0};
+};
+
+/// A host+device functor that decides whether a body runs (loop_while), stored like a kernel
+/// parameter: on CUDA devices a one-thread kernel evaluates it and sets a conditional handle.
+struct Condition {
+  ArgumentStore::Slot functor;
+  HostCondition host;         // null when the functor has no host version
+  const void* device_kernel;  // null when not recorded in a CUDA translation unit
+};
+
+struct LoopPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::loop, .name = "loop_while",
+                                     .dot_shape = "doubleoctagon", .runs_device_code = true,
+                                     .device_decided = true};
+  std::shared_ptr<const Recording> body;
+  Condition condition;  // checked before every pass
+};
+
+struct IfPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::if_then, .name = "if_then",
+                                     .dot_shape = "Mdiamond", .runs_device_code = true,
+                                     .device_decided = true};
+  std::shared_ptr<const Recording> body;
+  Condition condition;  // checked once, as the command runs
+};
+
+/// Every kind of command, in CommandKind's order.
+using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, FillPayload,
+                             HostPayload, EventRecordPayload, EventWaitPayload, NestedPayload,
+                             CapturePayload, BarrierPayload, LoopPayload, IfPayload>;
+
+/// One recorded command: what it does and its name (its own, or "kind#index").
+struct CommandRecord {
+  Payload payload;
+  std::string name;
+};
+
+/// The facts of every kind, indexed by CommandKind.
+inline constexpr auto kind_table = []<std::size_t... I>(std::index_sequence<I...>) {
+  return std::array<KindTraits, sizeof...(I)>{std::variant_alternative_t<I, Payload>::traits...};
+}(std::make_index_sequence<std::variant_size_v<Payload>>{});
+
+// The kind is the payload's index: each payload must sit at its own kind's place.
+static_assert([] {
+  for (std::size_t i = 0; i < kind_table.size(); ++i) {
+    if (static_cast<std::size_t>(kind_table[i].kind) != i) return false;
+  }
+  return true;
+}());
+
+inline CommandKind kind_of(const Payload& payload) noexcept {
+  return static_cast<CommandKind>(payload.index());
+}
+inline const KindTraits& traits(CommandKind kind) noexcept {
+  return kind_table[static_cast<std::size_t>(kind)];
+}
+inline const KindTraits& traits_of(const Payload& payload) noexcept {
+  return kind_table[payload.index()];
+}
+
+/// The recording a command runs as its body (execute, loop), or null.
+inline const std::shared_ptr<const Recording>* body_of(const Payload& payload) noexcept {
+  return std::visit(
+      [](const auto& p) -> const std::shared_ptr<const Recording>* {
+        if constexpr (requires { p.body; }) {
+          return &p.body;
+        } else {
+          return nullptr;
+        }
+      },
+      payload);
+}
+
+/// The device code a command runs, for telling whether two recordings run the same kernels
+/// (null for kinds without their own kernel).
+inline const void* code_of(const Payload& payload) noexcept {
+  return std::visit(
+      [](const auto& p) -> const void* {
+        if constexpr (requires { p.code(); }) {
+          return p.code();
+        } else {
+          return nullptr;
+        }
+      },
+      payload);
+}
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,116 @@
+// CUDA graph operations through the checked door.
+#include "cuda/graph_ops.hpp"
+
+namespace cmdgraph::detail::cuda {
+namespace {
+
+const char* to_string(cudaGraphInstantiateResult r) {
+  switch (r) {
+    case cudaGraphInstantiateSuccess: return "success";
+    case cudaGraphInstantiateError: return "error";
+    case cudaGraphInstantiateInvalidStructure: return "invalid structure";
+    case cudaGraphInstantiateNodeOperationNotSupported: return "node operation not supported";
+    case cudaGraphInstantiateMultipleDevicesNotSupported: return "multiple devices not supported";
+    default: return "unknown";
+  }
+}
+
+const char* to_string(cudaGraphExecUpdateResult r) {
+  switch (r) {
+    case cudaGraphExecUpdateSuccess: return "success";
+    case cudaGraphExecUpdateError: return "error";
+    case cudaGraphExecUpdateErrorTopologyChanged: return "topology changed";
+    case cudaGraphExecUpdateErrorNodeTypeChanged: return "node type changed";
+    case cudaGraphExecUpdateErrorFunctionChanged: return "kernel function changed";
+    case cudaGraphExecUpdateErrorParametersChanged: return "parameters changed unsupportedly";
+    case cudaGraphExecUpdateErrorNotSupported: return "not supported";
+    case cudaGraphExecUpdateErrorUnsupportedFunctionChange: return "unsupported function change";
+    case cudaGraphExecUpdateErrorAttributesChanged: return "attributes changed";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+cudaGraphNode_t add_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps, NodeSpec& spec,
+                         Served served) {
+  cudaGraphNode_t node = nullptr;
+  if (spec.copy) {
+    const Copy1D& c = *spec.copy;
+    CMDGRAPH_CUDA(served, cudaGraphAddMemcpyNode1D, &node, graph, deps.data(), deps.size(), c.dst,
+                  c.src, c.bytes, cudaMemcpyDefault);
+  } else {
+    CMDGRAPH_CUDA(served, cudaGraphAddNode, &node, graph, deps.data(), nullptr, deps.size(),
+                  &spec.params);
+  }
+  return node;
+}
+
+void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served served) {
+  if (spec.copy) {
+    const Copy1D& c = *spec.copy;
+    CMDGRAPH_CUDA(served, cudaGraphExecMemcpyNodeSetParams1D, exec, node, c.dst, c.src, c.bytes,
+                  cudaMemcpyDefault);
+  } else {
+    CMDGRAPH_CUDA(served, cudaGraphExecNodeSetParams, exec, node, &spec.params);
+  }
+}
+
+cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served) {
+  cudaGraphConditionalHandle handle = 0;
+  CMDGRAPH_CUDA(served, cudaGraphConditionalHandleCreate, &handle, graph, 0u, 0u);
+  return handle;
+}
+
+namespace graph_detail {
+cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaStream_t upload_stream,
+                        std::string& result, cudaGraphNode_t& error_node) {
+  cudaGraphInstantiateParams params{};
+  params.flags = cudaGraphInstantiateFlagUpload;
+  params.uploadStream = upload_stream;
+  const cudaError_t status =
+      try_call([&] { return cudaGraphInstantiateWithParams(exec, graph, &params); });
+  result = to_string(params.result_out);
+  error_node = params.errNode_out;
+  return status;
+}
+}  // namespace graph_detail
+
+cudaError_t update_exec(cudaGraphExec_t exec, cudaGraph_t graph, std::string& why,
+                        cudaGraphNode_t& at) {
+  cudaGraphExecUpdateResultInfo info{};
+  const cudaError_t status = try_call([&] { return cudaGraphExecUpdate(exec, graph, &info); });
+  if (status != cudaSuccess) {
+    clear_error();
+    why = to_string(info.result);
+    at = info.errorNode;
+  }
+  return status;
+}
+
+void launch_graph(cudaGraphExec_t exec, cudaStream_t stream, Served served) {
+  CMDGRAPH_CUDA(served, cudaGraphLaunch, exec, stream);
+}
+
+void write_graph_dot(cudaGraph_t graph, const std::string& path) {
+  CMDGRAPH_CUDA(no_command, cudaGraphDebugDotPrint, graph, path.c_str(),
+                static_cast<unsigned>(cudaGraphDebugDotFlagsVerbose));
+}
+
+void begin_capture(cudaStream_t stream, Served served) {
+  CMDGRAPH_CUDA(served, cudaStreamBeginCapture, stream, cudaStreamCaptureModeThreadLocal);
+}
+
+cudaError_t end_capture(cudaStream_t stream, Graph& captured) noexcept {
+  cudaGraph_t graph = nullptr;
+  const cudaError_t status = try_call([&] { return cudaStreamEndCapture(stream, &graph); });
+  if (status != cudaSuccess) {
+    // A refused capture produces no graph: there is nothing of it to destroy.
+    clear_error();
+    return status;
+  }
+  captured = adopt(graph);
+  return status;
+}
+
+}  // namespace cmdgraph::detail::cuda

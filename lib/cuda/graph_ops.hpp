@@ -1,0 +1,93 @@
+// Typed, checked operations on CUDA graphs: adding and updating nodes, conditional handles,
+// instantiation with upload, whole-graph updates, launches. The only code that calls CUDA's
+// graph API; every call goes through the checked door (check.hpp).
+#pragma once
+
+#include "cuda/check.hpp"
+#include "cuda/handles.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace cmdgraph::detail::cuda {
+
+/// A 1-D copy between any two pointers CUDA can reach (cudaMemcpyDefault).
+struct Copy1D {
+  void* dst;
+  const void* src;
+  std::size_t bytes;
+};
+
+/// What one node does: CUDA's generic node parameters, or a 1-D copy (which CUDA describes
+/// with its own calls so that copies stay updatable in place).
+struct NodeSpec {
+  cudaGraphNodeParams params{};
+  std::optional<Copy1D> copy;
+
+  static NodeSpec of(cudaGraphNodeType type) {
+    NodeSpec s;
+    s.params.type = type;
+    return s;
+  }
+};
+
+/// Adds a node doing `spec` after `deps`; conditional nodes return their body graphs in
+/// `spec.params.conditional.phGraph_out`.
+cudaGraphNode_t add_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps, NodeSpec& spec,
+                         Served served);
+/// Makes `node` of `exec` do `spec` from the next launch on (kernel, copy and fill nodes).
+void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served served);
+/// A handle for the conditional nodes of `graph`, starting at 0 before every launch.
+cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served);
+
+/// Instantiates `graph` and starts uploading it on `upload_stream`. On failure throws,
+/// naming `name_of(error node)` as the command when CUDA says which node failed.
+template <class NameOf>
+GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, Served served,
+                      NameOf&& name_of);
+
+/// Takes `graph`'s parameters into `exec`, which was instantiated from a graph of the same
+/// topology. Returns cudaSuccess, or CUDA's refusal with `why` (its reason) and `at` (the
+/// node CUDA names, or null); the sticky error is cleared.
+cudaError_t update_exec(cudaGraphExec_t exec, cudaGraph_t graph, std::string& why,
+                        cudaGraphNode_t& at);
+
+/// One launch of `exec` on `stream`.
+void launch_graph(cudaGraphExec_t exec, cudaStream_t stream, Served served);
+/// CUDA's own DOT picture of `graph`.
+void write_graph_dot(cudaGraph_t graph, const std::string& path);
+
+/// Starts capturing `stream` (thread-local mode: calls unsafe during capture from this thread
+/// are refused, other threads are not disturbed).
+void begin_capture(cudaStream_t stream, Served served);
+/// Ends the capture on `stream`, whatever happened inside: the captured graph in `captured`
+/// on success; else CUDA's refusal (the sticky error cleared, nothing to free). Never throws.
+cudaError_t end_capture(cudaStream_t stream, Graph& captured) noexcept;
+
+namespace graph_detail {
+cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaStream_t upload_stream,
+                        std::string& result, cudaGraphNode_t& error_node);
+}
+
+template <class NameOf>
+GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, Served served,
+                      NameOf&& name_of) {
+  cudaGraphExec_t exec = nullptr;
+  std::string result;
+  cudaGraphNode_t error_node = nullptr;
+  const cudaError_t status =
+      graph_detail::instantiate(&exec, graph, upload_stream, result, error_node);
+  if (status != cudaSuccess) {
+    const std::string call = "cudaGraphInstantiateWithParams (" + result + ")";
+    const std::string failed = error_node ? name_of(error_node) : std::string();
+    if (!failed.empty()) fail(status, call.c_str(), Served(failed));
+    fail(status, call.c_str(), served);
+  }
+  return adopt(exec);
+}
+
+}  // namespace cmdgraph::detail::cuda
