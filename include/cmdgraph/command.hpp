@@ -14,17 +14,27 @@ namespace cmdgraph {
 
 /// Grid or block dimensions of a kernel launch.
 struct Dim3 {
+  /// Extents in x, y and z.
+  ///@{
   unsigned x = 1, y = 1, z = 1;
+  ///@}
+  /// 1 x 1 x 1.
   constexpr Dim3() = default;
+  /// `x_` x `y_` x `z_`; converts from one number, so `{blocks}` is a 1-D grid.
   constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+  /// Equal when all three extents are.
   friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
 };
 
 /// How a kernel is launched. Every dimension must be non-zero.
 struct LaunchConfig {
+  /// Blocks in the grid.
   Dim3 grid;
+  /// Threads per block.
   Dim3 block;
+  /// Dynamic shared memory per block, in bytes.
   std::size_t shared_bytes = 0;
+  /// Equal when grid, block and shared memory are.
   friend constexpr bool operator==(const LaunchConfig&, const LaunchConfig&) = default;
 };
 
@@ -33,6 +43,7 @@ enum class CommandKind : unsigned char {
   kernel, parallel_for, copy, fill, host, event_record, event_wait, nested, capture, barrier,
   loop, if_then,
 };
+/// The kind's name as the enumerator spells it, e.g. "parallel_for"; never null.
 const char* to_string(CommandKind kind) noexcept;
 
 namespace detail {
@@ -55,35 +66,49 @@ concept AnyCommand = requires(const C& c) {
   { c.ref() } -> std::same_as<detail::CommandRef>;
 };
 
-/// Shared face of every handle. A handle is valid while its command buffer's recording lives;
-/// using a default-constructed, moved-from or stale handle throws Error.
+/// Shared face of every handle (`Self` is the handle type, so chained calls keep it). A handle
+/// is valid while its command buffer's recording lives; using a default-constructed, moved-from
+/// or stale handle throws Error. Handles are cheap values; copying one never copies a command.
 template <class Self>
 class BasicCommand {
  public:
+  /// An invalid handle: valid() is false and every other use throws Error(invalid_handle).
   BasicCommand() = default;
+  /// Copies name the same command.
   BasicCommand(const BasicCommand&) = default;
+  /// Makes this handle name the other one's command.
   BasicCommand& operator=(const BasicCommand&) = default;
   /// A moved-from handle becomes invalid, so later use is reported rather than silently
   /// aliasing the original.
   BasicCommand(BasicCommand&& other) noexcept : ref_(std::exchange(other.ref_, {})) {}
+  /// As the move constructor: this handle takes `other`'s command, `other` becomes invalid.
   BasicCommand& operator=(BasicCommand&& other) noexcept {
     ref_ = std::exchange(other.ref_, {});
     return *this;
   }
 
   /// This command runs after every one of `parents` (edges parent -> this).
+  /// \pre This handle and every parent name commands of one live recording that compile()
+  /// has not sealed. Else nothing changes and it throws Error: invalid_handle (a default or
+  /// moved-from handle), stale_handle (the recording was reset or destroyed), foreign_handle
+  /// (a parent of another command buffer), wrong_state (sealed), self_edge (a parent is this
+  /// command).
+  /// \post The edges exist; adding an edge twice keeps one. Returns this handle.
   template <AnyCommand... Parents>
   Self& after(const Parents&... parents) & {
     const detail::CommandRef refs[] = {parents.ref()..., detail::CommandRef{}};
     detail::add_edges(ref_, refs, sizeof...(Parents));
     return self();
   }
+  /// after() on a temporary handle, as in `cmd.host(f).after(a)`; returns it as an rvalue.
   template <AnyCommand... Parents>
   Self&& after(const Parents&... parents) && {
     return std::move(after(parents...));
   }
   /// This command runs after every command in `parents` (any range of handles). All or
   /// nothing: when one parent is refused (itself, another buffer's, stale), no edge is added.
+  /// \pre As after().
+  /// \post Returns this handle.
   template <std::ranges::input_range Range>
     requires AnyCommand<std::ranges::range_value_t<Range>>
   Self& after_all(const Range& parents) & {
@@ -92,30 +117,43 @@ class BasicCommand {
     detail::add_edges(ref_, refs.data(), refs.size());
     return self();
   }
+  /// after_all() on a temporary handle; returns it as an rvalue.
   template <std::ranges::input_range Range>
     requires AnyCommand<std::ranges::range_value_t<Range>>
   Self&& after_all(const Range& parents) && {
     return std::move(after_all(parents));
   }
   /// Names the command; the name appears in every error, trace and DOT file.
+  /// \pre A valid handle of a live recording that compile() has not sealed (else Error, as
+  /// for after()). Names need not be unique, but unique names make errors unambiguous.
+  /// \post name() returns `name`. Returns this handle.
   Self& named(std::string_view name) & {
     detail::set_name(ref_, name);
     return self();
   }
+  /// named() on a temporary handle; returns it as an rvalue.
   Self&& named(std::string_view name) && { return std::move(named(name)); }
 
+  /// The name given by named(), else the kind and index, e.g. "parallel_for#3".
+  /// \pre A valid handle of a live recording (else Error(invalid_handle) or
+  /// Error(stale_handle)).
   std::string name() const { return detail::command_name(ref_); }
+  /// False for a default-constructed or moved-from handle. A valid handle can still be
+  /// stale: valid() does not look at the recording.
   bool valid() const noexcept { return ref_.recording != 0; }
   /// Position in recording order within its command buffer.
   std::uint32_t index() const noexcept { return ref_.index; }
+  /// The identity behind the handle: recording id and index (for the library's own use).
   detail::CommandRef ref() const noexcept { return ref_; }
 
+  /// True when both handles name the same command, whatever their handle types.
   template <class Other>
   friend bool operator==(const BasicCommand& a, const BasicCommand<Other>& b) noexcept {
     return a.ref() == b.ref();
   }
 
  protected:
+  /// A handle naming `ref`: the recording functions of CommandBuffer make these.
   explicit BasicCommand(detail::CommandRef ref) noexcept : ref_(ref) {}
 
  private:
@@ -126,7 +164,9 @@ class BasicCommand {
 /// A handle to any command.
 class Command : public BasicCommand<Command> {
  public:
+  /// An invalid handle, as BasicCommand().
   Command() = default;
+  /// The handle of command `ref` (CommandBuffer's recording functions make these).
   explicit Command(detail::CommandRef ref) noexcept : BasicCommand(ref) {}
   /// Every typed handle converts to a plain Command.
   template <class Other>
@@ -139,7 +179,9 @@ class Command : public BasicCommand<Command> {
 template <class... Params>
 class KernelCommand : public BasicCommand<KernelCommand<Params...>> {
  public:
+  /// An invalid handle, as BasicCommand().
   KernelCommand() = default;
+  /// The handle of command `ref` (CommandBuffer::launch makes these).
   explicit KernelCommand(detail::CommandRef ref) noexcept
       : BasicCommand<KernelCommand<Params...>>(ref) {}
 };
@@ -148,7 +190,9 @@ class KernelCommand : public BasicCommand<KernelCommand<Params...>> {
 template <class F>
 class ParallelForCommand : public BasicCommand<ParallelForCommand<F>> {
  public:
+  /// An invalid handle, as BasicCommand().
   ParallelForCommand() = default;
+  /// The handle of command `ref` (CommandBuffer::parallel_for makes these).
   explicit ParallelForCommand(detail::CommandRef ref) noexcept
       : BasicCommand<ParallelForCommand<F>>(ref) {}
 };
@@ -157,7 +201,9 @@ class ParallelForCommand : public BasicCommand<ParallelForCommand<F>> {
 template <class T>
 class CopyCommand : public BasicCommand<CopyCommand<T>> {
  public:
+  /// An invalid handle, as BasicCommand().
   CopyCommand() = default;
+  /// The handle of command `ref` (CommandBuffer::copy makes these).
   explicit CopyCommand(detail::CommandRef ref) noexcept : BasicCommand<CopyCommand<T>>(ref) {}
 };
 
@@ -165,7 +211,9 @@ class CopyCommand : public BasicCommand<CopyCommand<T>> {
 template <class T>
 class FillCommand : public BasicCommand<FillCommand<T>> {
  public:
+  /// An invalid handle, as BasicCommand().
   FillCommand() = default;
+  /// The handle of command `ref` (CommandBuffer::fill makes these).
   explicit FillCommand(detail::CommandRef ref) noexcept : BasicCommand<FillCommand<T>>(ref) {}
 };
 

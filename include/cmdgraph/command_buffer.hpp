@@ -58,10 +58,16 @@ class CommandBuffer {
  public:
   /// An empty recording named `name` (the name appears in errors and traces).
   explicit CommandBuffer(std::string name = "commands");
+  /// Moves the recording: handles stay valid and now belong to this buffer; the moved-from
+  /// buffer holds nothing, and using it throws Error(invalid_handle).
   CommandBuffer(CommandBuffer&&) noexcept;
+  /// Moves the recording, as the move constructor; the recording this buffer held before
+  /// ends (its handles become stale).
   CommandBuffer& operator=(CommandBuffer&&) noexcept;
+  /// Ends the recording: its handles become stale. Executables compiled from it live on.
   ~CommandBuffer();
 
+  /// The name given to the constructor.
   const std::string& name() const;
   /// Number of commands recorded (barriers included).
   std::size_t size() const;
@@ -91,8 +97,13 @@ class CommandBuffer {
   }
 
   /// Calls f(i) for every i in [0, n), in parallel, on whichever device runs the executable.
-  /// F must be trivially copyable; make its call operator __host__ __device__ under nvcc so
-  /// it can run on both the CPU and CUDA backends.
+  /// \pre F is trivially copyable (it is copied byte-wise, to the device too). In a file
+  /// compiled by nvcc, F's call operator must be CMDGRAPH_HOST_DEVICE (or __host__
+  /// __device__): nvcc builds the kernel that calls it, and a host-only operator does not
+  /// compile there. A lambda needs `__host__ __device__` and nvcc's --extended-lambda.
+  /// Recorded in a file compiled without nvcc, the command has a host version only: it runs
+  /// on the host backend, and compiling it for a CUDA device throws Error(unsupported)
+  /// naming it.
   template <class F>
     requires std::invocable<const F&, std::size_t>
   ParallelForCommand<F> parallel_for(std::size_t n, const F& f) {

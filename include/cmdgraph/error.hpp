@@ -33,6 +33,7 @@ enum class errc {
 /// The error category of errc ("cmdgraph").
 const std::error_category& error_category() noexcept;
 
+/// `e` as a std::error_code of error_category(), so errc values compare with error codes.
 inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
@@ -41,10 +42,14 @@ inline std::error_code make_error_code(errc e) noexcept {
 /// commands involved; commands() gives the same names for programs to inspect.
 class Error : public std::runtime_error {
  public:
+  /// An error with code `code`, what() `message` (a complete sentence), the names of the
+  /// commands involved and the cudaError_t behind it (0 where CUDA is not involved).
   Error(errc code, const std::string& message, std::vector<std::string> commands = {},
         int cuda_status = 0);
 
+  /// What went wrong.
   errc code() const noexcept { return code_; }
+  /// code() as a std::error_code.
   std::error_code error_code() const noexcept { return make_error_code(code_); }
   /// Names of the commands involved, in a meaningful order (a cycle lists its path).
   const std::vector<std::string>& commands() const noexcept { return commands_; }
@@ -62,5 +67,8 @@ const char* to_string(errc e) noexcept;
 
 }  // namespace cmdgraph
 
+/// \cond
+/// Makes errc values convert to std::error_code.
 template <>
 struct std::is_error_code_enum<cmdgraph::errc> : std::true_type {};
+/// \endcond

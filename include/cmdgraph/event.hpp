@@ -15,6 +15,7 @@ class EventState;
 struct Access;
 }
 
+/// How an Event is made.
 struct EventOptions {
   /// Record timestamps, so Event::elapsed can measure between two events. Timed events cost
   /// a little more to record and wait on.
@@ -26,12 +27,18 @@ struct EventOptions {
 /// Move-only; recordings and executables that use it keep its state alive.
 class Event {
  public:
+  /// An event of `device`, never recorded yet (ready() is false). Throws Error(cuda_error)
+  /// when CUDA cannot create it.
   explicit Event(Device device = Device::best(), EventOptions options = {});
+  /// Moves the event; using the moved-from one throws Error(invalid_handle).
   Event(Event&&) noexcept = default;
+  /// Moves the event, as the move constructor.
   Event& operator=(Event&&) noexcept = default;
   ~Event() = default;
 
+  /// The device the event belongs to.
   Device device() const noexcept;
+  /// Whether it records timestamps (EventOptions::timing).
   bool timing() const noexcept;
   /// True once the most recent record has been reached (false if never recorded).
   bool ready() const;

@@ -29,9 +29,12 @@ enum class Backend : unsigned char {
   streams,     ///< several CUDA streams ordered by events
   host,        ///< the CPU thread pool
 };
+/// The backend's name as the enumerator spells it, e.g. "cuda_graph"; never null.
 const char* to_string(Backend backend) noexcept;
 
+/// How compile() builds an executable.
 struct CompileOptions {
+  /// Which backend lowers the plan.
   Backend backend = Backend::automatic;
   /// Most streams the streams backend uses.
   unsigned max_streams = 4;
@@ -48,6 +51,7 @@ struct DotOptions {
 
 /// What compile() built and how long each stage took.
 struct ExecutableStats {
+  /// The backend compile() used.
   Backend backend = Backend::host;
   std::string backend_reason;      ///< why this backend was chosen
   std::size_t commands = 0;        ///< commands of the top-level plan, barriers included
@@ -58,7 +62,11 @@ struct ExecutableStats {
   std::size_t events = 0;          ///< CUDA events used (streams backend)
   std::size_t event_waits = 0;     ///< stream waits per launch (streams backend)
   std::size_t cross_stream_edges = 0;  ///< reduced edges between different streams
+  /// Milliseconds spent building the plan, lowering it for the backend, and instantiating
+  /// it (the CUDA graph backend; 0 elsewhere).
+  ///@{
   double plan_ms = 0, lower_ms = 0, instantiate_ms = 0;
+  ///@}
 };
 
 /// How update(CommandBuffer&) may proceed when the new recording differs in structure.
@@ -87,9 +95,12 @@ Executable compile(CommandBuffer& commands, Device device, const CompileOptions&
 /// what they reach may be freed.
 class Executable {
  public:
-  /// An empty executable (launching it throws); compile() makes real ones.
+  /// An empty executable: operator bool is false, and launching it (or any other use) throws
+  /// Error(invalid_handle); compile() makes real ones.
   Executable() noexcept;
+  /// Moves the executable; the moved-from one is empty.
   Executable(Executable&&) noexcept;
+  /// Moves the executable, as the move constructor.
   Executable& operator=(Executable&&) noexcept;
   ~Executable();
 
@@ -103,9 +114,14 @@ class Executable {
   /// values of one semaphore must grow in submission order (else Error(invalid_argument)).
   Fence launch(Queue& queue, const SubmitInfo& info);
 
+  /// The backend it was lowered for (never automatic).
+  /// \pre Not empty (else Error(invalid_handle)), as for every member below.
   Backend backend() const;
+  /// The device it runs on.
   Device device() const;
+  /// The name of the command buffer it was compiled from.
   const std::string& name() const;
+  /// What compile() built and how long each stage took.
   const ExecutableStats& stats() const;
   /// An independent instance with its own arguments, to run concurrently with this one.
   Executable clone() const;
@@ -118,6 +134,7 @@ class Executable {
   void write_dot(const std::string& path, const DotOptions& options = {}) const;
   /// CUDA's own picture of the graph (cudaGraphDebugDotPrint); graph backend only.
   void write_cuda_dot(const std::string& path) const;
+  /// False for an empty (default-constructed or moved-from) executable.
   explicit operator bool() const noexcept { return impl_ != nullptr; }
 
   // Updates in place. Each changes the values the following launches use; a launch already in
@@ -148,6 +165,7 @@ class Executable {
   void update(const ParallelForCommand<F>& command, const F& functor) {
     update_parallel_for(command.ref(), detail::kernel_param(functor), nullptr);
   }
+  /// A new functor and a new range [0, `n`) for a parallel_for.
   template <class F>
   void update(const ParallelForCommand<F>& command, std::size_t n, const F& functor) {
     update_parallel_for(command.ref(), detail::kernel_param(functor), &n);

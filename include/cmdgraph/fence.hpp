@@ -34,6 +34,7 @@ struct Access;
 /// waits; keep it short, or wait through cmdgraph.
 class Fence {
  public:
+  /// A fence that is already signalled, with no error.
   Fence() = default;
 
   /// Blocks until the work finished; rethrows its error.
@@ -64,16 +65,23 @@ class Fence {
 
   /// A future that becomes ready with the work (and throws its error from get()).
   std::future<void> to_future() const;
+  /// to_future(), so that `std::future<void> done = exe.launch(queue);` works.
   operator std::future<void>() const { return to_future(); }
 
   /// `co_await fence` suspends the coroutine until the work finished; it resumes on cmdgraph's
   /// callback thread and rethrows the work's error.
   struct Awaiter {
+    /// The fence awaited: it outlives the co_await expression (a temporary does).
     const Fence* fence;
+    /// True when the fence already signalled: no suspension.
     bool await_ready() const noexcept { return fence->ready(); }
+    /// Resumes `handle` on cmdgraph's callback thread once the fence signals.
     void await_suspend(std::coroutine_handle<> handle) const;
+    /// Rethrows the work's error, if there was one.
     void await_resume() const { fence->wait(); }
   };
+  /// Makes `co_await fence` work in any coroutine type (cmdgraph::Task in cmdgraph/task.hpp
+  /// is one; Boost.Asio's awaitable is not: use cmdgraph::async_wait).
   Awaiter operator co_await() const noexcept { return Awaiter{this}; }
 
  private:

@@ -45,6 +45,9 @@ template <class T>
 class View {
  public:
   View() = default;
+  /// `size` elements at `data` in `space`, on CUDA device `device` (-1 for host memory).
+  /// \pre The memory is where `space` and `device` say; nothing checks it. Throws
+  /// Error(invalid_argument) when `size` elements do not fit in size_t bytes.
   View(T* data, std::size_t size, MemorySpace space, int device)
       : data_(data), size_(size), space_(space), device_(device) {
     detail::checked_bytes(size, sizeof(T), "a view");
@@ -55,11 +58,17 @@ class View {
   View(const View<U>& other) noexcept
       : View(other.data(), other.size(), other.space(), other.device_ordinal()) {}
 
+  /// The first element.
   T* data() const noexcept { return data_; }
+  /// Number of elements.
   std::size_t size() const noexcept { return size_; }
+  /// size() * sizeof(T).
   std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  /// Where the memory lives.
   MemorySpace space() const noexcept { return space_; }
+  /// The CUDA device of device memory; -1 for host and pinned memory.
   int device_ordinal() const noexcept { return device_; }
+  /// True unless it is device memory: the host may read and write it directly.
   bool host_accessible() const noexcept { return space_ != MemorySpace::device; }
 
   /// Elements [offset, offset + count). Throws Error(invalid_argument) unless
@@ -85,6 +94,7 @@ template <class T>
 View<T> host_view(T* data, std::size_t size) {
   return View<T>(data, size, MemorySpace::host, -1);
 }
+/// A view of the pageable host memory `s` spans.
 template <class T>
 View<T> host_view(std::span<T> s) {
   return host_view(s.data(), s.size());
@@ -155,9 +165,12 @@ template <class T>
 class Buffer : public detail::OwnedMemory<T> {
  public:
   Buffer() = default;
+  /// `size` elements on `device`. Throws Error(out_of_memory) when the allocation fails, or
+  /// Error(cuda_error).
   Buffer(Device device, std::size_t size)
       : detail::OwnedMemory<T>(device.is_host() ? MemorySpace::host : MemorySpace::device,
                                device.ordinal(), size) {}
+  /// The device the memory belongs to.
   Device device() const {
     return this->device_ordinal() < 0 ? Device::host() : Device::cuda(this->device_ordinal());
   }
@@ -169,12 +182,18 @@ template <class T>
 class HostBuffer : public detail::OwnedMemory<T> {
  public:
   HostBuffer() = default;
+  /// `size` elements. Throws Error(out_of_memory) when the allocation fails, or
+  /// Error(cuda_error).
   explicit HostBuffer(std::size_t size)
       : detail::OwnedMemory<T>(detail::pinned_or_host(), -1, size) {}
 
+  /// Element `i`. \pre `i` < size().
   T& operator[](std::size_t i) const noexcept { return this->data()[i]; }
+  /// The first element, for range-for.
   T* begin() const noexcept { return this->data(); }
+  /// One past the last element.
   T* end() const noexcept { return this->data() + this->size(); }
+  /// The elements as a span.
   std::span<T> span() const noexcept { return {this->data(), this->size()}; }
 };
 

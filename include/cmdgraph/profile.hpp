@@ -15,16 +15,22 @@ namespace cmdgraph {
 /// One command's run within a launch; times in milliseconds from the launch's start.
 struct CommandTiming {
   std::string name;  ///< "buffer/name" for commands of executed buffers
+  /// What the command does.
   CommandKind kind = CommandKind::host;
   unsigned lane = 0;  ///< stream (streams backend), worker (host), or concurrency lane (graph)
+  /// When it started.
   double start_ms = 0;
+  /// When it ended.
   double end_ms = 0;
+  /// end_ms - start_ms.
   double duration_ms() const noexcept { return end_ms - start_ms; }
 };
 
 /// The timings of one profiled launch (CompileOptions::profile).
 struct Profile {
+  /// The executable's name (its command buffer's).
   std::string executable;
+  /// The backend that ran it, as to_string(Backend) names it.
   std::string backend;
   /// Every command of the executable's own buffer in recording order (index i is command i),
   /// then the commands of executed buffers.
@@ -42,6 +48,7 @@ struct Profile {
   static void write_trace(const std::string& path, std::span<const Profile> launches);
   /// The trace as a string.
   std::string trace_json() const;
+  /// The trace of several launches as a string.
   static std::string trace_json(std::span<const Profile> launches);
 };
 

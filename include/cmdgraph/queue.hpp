@@ -32,14 +32,19 @@ enum class Priority : unsigned char { low, normal, high };
 /// Thread-safe. Destroying a queue waits for its work (errors are then dropped).
 class Queue {
  public:
+  /// A queue of `device` whose work has `priority`. Throws Error(cuda_error) when CUDA cannot
+  /// create its stream.
   explicit Queue(Device device = Device::best(), Priority priority = Priority::normal);
   /// A queue with an explicit CUDA stream priority, clamped to the device's range
   /// (numerically smaller is more urgent on CUDA; ignored on the host).
   Queue(Device device, int native_priority);
+  /// Moves the queue; using the moved-from one throws Error(invalid_handle).
   Queue(Queue&&) noexcept;
+  /// Moves the queue, as the move constructor.
   Queue& operator=(Queue&&) noexcept;
   ~Queue();
 
+  /// The device its work runs on.
   Device device() const noexcept;
   /// The stream priority in use (0 on the host).
   int native_priority() const noexcept;
@@ -76,13 +81,16 @@ class QueuePool {
  public:
   /// The most queues per priority a pool holds.
   static constexpr std::size_t max_queues_per_priority = 256;
-  /// Throws Error(invalid_argument) unless 1 <= queues_per_priority <= max_queues_per_priority.
+  /// `queues_per_priority` queues of each priority on `device`. Throws Error(invalid_argument)
+  /// unless 1 <= queues_per_priority <= max_queues_per_priority.
   explicit QueuePool(Device device = Device::best(), std::size_t queues_per_priority = 2);
 
   /// The next queue of `priority`, round-robin. Valid while the pool lives. Throws
   /// Error(invalid_argument) for a value that is not a Priority enumerator.
   Queue& acquire(Priority priority);
+  /// Queues of each priority, as constructed.
   std::size_t queues_per_priority() const noexcept { return per_priority_; }
+  /// The device of every queue in the pool.
   Device device() const noexcept { return device_; }
   /// Waits for every queue of the pool; rethrows the first error.
   void wait();

@@ -20,8 +20,12 @@ struct Access;
 /// CUDA queue waits with a stream memory operation, not a host callback. Thread-safe.
 class TimelineSemaphore {
  public:
+  /// A semaphore whose value starts at `initial`. Throws Error(out_of_memory) or
+  /// Error(cuda_error) when its memory cannot be allocated.
   explicit TimelineSemaphore(std::uint64_t initial = 0);
+  /// Moves the semaphore; using the moved-from one throws Error(invalid_handle).
   TimelineSemaphore(TimelineSemaphore&&) noexcept = default;
+  /// Moves the semaphore, as the move constructor.
   TimelineSemaphore& operator=(TimelineSemaphore&&) noexcept = default;
   ~TimelineSemaphore();
 
@@ -46,16 +50,19 @@ class TimelineSemaphore {
 /// semaphore alive while a submission uses it: the TimelineSemaphore object may be moved,
 /// destroyed or reallocated (in a growing vector) while the submission waits or signals.
 struct SemaphoreValue {
-  /// Precondition: `semaphore_` was not moved from (else the submission throws
-  /// Error(invalid_handle)).
+  /// `semaphore_` at `value_`; the submission keeps the semaphore's state alive.
+  /// \pre `semaphore_` was not moved from (else the submission throws Error(invalid_handle)).
   SemaphoreValue(const TimelineSemaphore& semaphore_, std::uint64_t value_);
   std::shared_ptr<detail::SemaphoreState> semaphore;  ///< null for a moved-from semaphore
+  /// The value waited for or signalled.
   std::uint64_t value;
 };
 
 /// What a submission waits for before it runs and signals after it finished.
 struct SubmitInfo {
+  /// Values the submission waits for before it runs.
   std::vector<SemaphoreValue> wait = {};
+  /// Values it signals once it finished.
   std::vector<SemaphoreValue> signal = {};
 };
 

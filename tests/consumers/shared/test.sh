@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# consumer_shared: configures and builds cmdgraph again with -Ddefault_library=shared (the
+# library alone), then runs the pkg-config consumer (which checks the versioned SONAME) and
+# the CMake consumer against an install of it.
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+work=$(fresh_work shared)
+cuda=disabled
+if [[ -n ${CONSUMER_NVCC:-} ]]; then
+  cuda=enabled
+  export PATH=$(dirname "$CONSUMER_NVCC"):$PATH
+fi
+build=$work/build-shared
+"$MESON" setup "$build" "$CMDGRAPH_SOURCE" -Ddefault_library=shared -Dcuda=$cuda \
+  -Dgpu_arch="$GPU_ARCH" -Dtests=disabled -Dsamples=disabled -Dbench=disabled -Ddocs=disabled
+nice "$MESON" compile -C "$build"
+
+"$consumers/pkgconfig/test.sh" "$build"
+"$consumers/cmake/test.sh" host "$build"
