@@ -111,7 +111,8 @@ void Session::subview(ByteReader& in) {
     return;
   }
   expect(within(base.size(), offset, count), "a subview past the end was taken");
-  expect(part.data() == base.data() + offset && part.size() == count,
+  const int* start = base.data() ? base.data() + offset : nullptr;
+  expect(part.data() == start && part.size() == count,
          "a subview is not the range asked for");
   if (memory_.subviews.size() < 16) memory_.subviews.push_back(part);
   // A command right at its end: one element short, exact, one past.

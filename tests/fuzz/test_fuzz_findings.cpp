@@ -33,3 +33,14 @@ TEST_CASE("fuzz.finding.update_fill_into_empty_view" * doctest::timeout(10)) {
   CMDGRAPH_EXPECT_ERROR(exe.update(fill, host_view(memory.data() + 4, 0), 7, 4),
                         errc::invalid_argument);
 }
+
+// View::subview added its offset to a null pointer (UBSan: applying non-zero offset to null
+// pointer, memory.hpp) for a null view with a size, as host_view(nullptr, n) makes one.
+TEST_CASE("fuzz.finding.subview_of_null_view" * doctest::timeout(10)) {
+  const View<int> null = host_view<int>(nullptr, 2);
+  const View<int> part = null.subview(1, 1);
+  CHECK(part.data() == nullptr);
+  CHECK(part.size() == 1);
+  CommandBuffer cmd("null");
+  CMDGRAPH_EXPECT_ERROR(cmd.fill(part, 7, 1), errc::invalid_argument);
+}
