@@ -72,14 +72,14 @@ class View {
   bool host_accessible() const noexcept { return space_ != MemorySpace::device; }
 
   /// Elements [offset, offset + count). Throws Error(invalid_argument) unless
-  /// offset + count <= size().
+  /// offset + count <= size(). A subview of a null view is null (commands refuse it).
   View subview(std::size_t offset, std::size_t count) const {
     if (offset > size_ || count > size_ - offset) {
       throw Error(errc::invalid_argument, "subview(" + std::to_string(offset) + ", " +
                                               std::to_string(count) + ") of a view of " +
                                               std::to_string(size_) + " elements");
     }
-    return View(data_ + offset, count, space_, device_);
+    return View(data_ ? data_ + offset : nullptr, count, space_, device_);
   }
 
  private:

@@ -1,59 +1,37 @@
-// libFuzzer target: decodes bytes into recording, edge, compile, launch and update calls on two
-// command buffers, valid and invalid. The library may throw cmdgraph::Error and nothing else.
-#include "byte_reader.hpp"
-#include "fuzz_target.hpp"
+// libFuzzer target: decodes bytes into calls on cmdgraph's public API, valid and invalid (the
+// families are listed in session.hpp). This file: the entry point, the session's life, and
+// recording, edges, compile, launch and inspection.
+#include "internals.hpp"
+#include "session.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
 
-#include <algorithm>
-#include <array>
-#include <atomic>
-#include <deque>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <utility>
-#include <vector>
 
 namespace cmdgraph::fuzz {
-namespace {
-
-constexpr std::size_t max_operations = 64;
-constexpr std::size_t large_memory = 1024;  // past one parallel_for chunk (256 indices)
-
-// A parallel_for functor: stores i + offset into out[i] for i below size, ignores the rest.
-struct StoreIndex {
-  int* out;
-  std::size_t size;
-  int offset;
-  void operator()(std::size_t i) const {
-    if (i < size) {
-      std::atomic_ref<int>(out[i]).store(static_cast<int>(i) + offset, std::memory_order_relaxed);
-    }
-  }
-};
 
 void host_only_kernel(int, float) {}
 
-// A loop condition that holds for the first `limit` checks of its counter, ever: every loop
-// ends, however often and from whichever clone it runs.
-struct FirstChecks {
-  std::atomic<unsigned>* checks;
-  unsigned limit;
-  bool operator()() const { return checks->fetch_add(1, std::memory_order_relaxed) < limit; }
-};
+void violated(const char* rule, const char* detail) {
+  std::fprintf(stderr, "cmdgraph fuzz: rule broken: %s%s%s\n", rule, *detail ? ": " : "", detail);
+  std::abort();
+}
 
-// The memory one input's commands read and write. Views into it never claim more than it has.
-struct Memory {
-  std::array<std::vector<int>, 3> ints{std::vector<int>(1), std::vector<int>(7),
-                                       std::vector<int>(large_memory)};
-  std::vector<std::uint8_t> bytes = std::vector<std::uint8_t>(large_memory);
-  std::vector<int> parallel_out = std::vector<int>(large_memory);
-};
-
-// A count for a command: mostly small (zero included), now and then up to 4x large_memory.
 std::size_t pick_count(ByteReader& in) {
   const std::size_t b = in.byte();
   return b < 240 ? b % 26 : (b - 239) * 256;
 }
+
+std::chrono::nanoseconds pick_timeout(ByteReader& in) {
+  using namespace std::chrono_literals;
+  static constexpr std::chrono::nanoseconds timeouts[] = {0ns, -1ms, 1us, 200us, 1ms, 2ms};
+  return timeouts[in.below(std::size(timeouts))];
+}
+
+namespace {
 
 // A view that is null, empty, whole, or a sub-range of `memory`.
 template <class T>
@@ -69,71 +47,56 @@ View<T> pick_view(ByteReader& in, std::vector<T>& memory) {
   }
 }
 
-// One input's world: buffers, executables, handles (valid, default, moved-from, foreign,
-// stale) and the operations on them. Members are destroyed executables first, memory last.
-class Session {
- public:
-  void run(ByteReader& in) {
-    for (std::size_t i = 0; i < max_operations && !in.exhausted(); ++i) {
-      try {
-        apply(in.byte(), in);
-      } catch (const Error&) {
-        // Rejected misuse is an expected outcome; anything else escapes to the fuzzer.
-      }
+// What the library must have refused: a command over null, empty or too small memory.
+template <class T>
+bool fits(const View<T>& v, std::size_t count) {
+  return count > 0 && v.data() != nullptr && count <= v.size();
+}
+
+template <class T>
+bool overlap(const View<T>& a, const View<T>& b, std::size_t count) {
+  const auto* x = reinterpret_cast<const unsigned char*>(a.data());
+  const auto* y = reinterpret_cast<const unsigned char*>(b.data());
+  const std::size_t bytes = count * sizeof(T);
+  return x < y + bytes && y < x + bytes;
+}
+
+}  // namespace
+
+Session::Session() {
+  semaphores_.emplace_back(0);
+  semaphores_.emplace_back(1);
+}
+
+Session::~Session() {
+  settle();
+  for (Queue& queue : queues_) {
+    try {
+      queue.wait();
+    } catch (const Error&) {  // a failed launch's error, or a moved-from queue
     }
   }
-
- private:
-  void apply(std::uint8_t operation, ByteReader& in);
-
-  CommandBuffer& pick_buffer(ByteReader& in) { return buffers_[in.below(buffers_.size())]; }
-  Executable& pick_executable(ByteReader& in) {
-    return executables_[in.below(executables_.size())];
+  for (const Fence& fence : callbacks_) {
+    try {
+      fence.wait();
+    } catch (const Error&) {
+    } catch (const OnPurpose&) {
+    }
   }
-  View<int> pick_ints(ByteReader& in) { return pick_view(in, memory_.ints[in.below(3)]); }
-  Command pick_handle(ByteReader& in);
-  template <class Handle>
-  Handle pick_typed(ByteReader& in, const std::vector<Handle>& handles) {
-    const std::size_t k = in.below(handles.size() + 1);
-    return k < handles.size() ? handles[k] : Handle{};
-  }
-  template <class Handle>
-  void remember(const Handle& handle, std::vector<Handle>* typed = nullptr) {
-    handles_.push_back(handle);
-    if (typed) typed->push_back(handle);
-  }
-  StoreIndex pick_functor(ByteReader& in) {
-    return {memory_.parallel_out.data(), std::min(pick_count(in), large_memory),
-            static_cast<int>(in.byte())};
-  }
+}
 
-  void record_host(ByteReader& in);
-  void record_parallel_for(ByteReader& in);
-  void record_copy(ByteReader& in);
-  void record_fill(ByteReader& in);
-  void record_other(ByteReader& in);
-  void add_edges(ByteReader& in);
-  void change_buffer(ByteReader& in);
-  void compile_buffer(ByteReader& in);
-  void launch(ByteReader& in);
-  void update(ByteReader& in);
-  void inspect(ByteReader& in);
-
-  Memory memory_;
-  std::deque<std::atomic<unsigned>> loop_checks_;  // one per loop, at a stable address
-  std::atomic<int> host_runs_{0};
-  Queue queue_{Device::host()};
-  Event event_{Device::host()};
-  std::array<CommandBuffer, 2> buffers_{CommandBuffer("a"), CommandBuffer("b")};
-  std::array<Executable, 2> executables_;
-  std::vector<Command> handles_;
-  std::vector<ParallelForCommand<StoreIndex>> parallel_fors_;
-  std::vector<CopyCommand<int>> copies_;
-  std::vector<FillCommand<int>> fills_;
-};
+void Session::run(ByteReader& in) {
+  for (std::size_t i = 0; i < max_operations && !in.exhausted(); ++i) {
+    try {
+      apply(in.byte(), in);
+    } catch (const Error&) {
+      // Rejected misuse is an expected outcome; anything else escapes to the fuzzer.
+    }
+  }
+}
 
 void Session::apply(std::uint8_t operation, ByteReader& in) {
-  switch (operation % 12) {
+  switch (operation % 26) {
     case 0: record_host(in); break;
     case 1: record_parallel_for(in); break;
     case 2: record_copy(in); break;
@@ -145,11 +108,44 @@ void Session::apply(std::uint8_t operation, ByteReader& in) {
     case 8: launch(in); break;
     case 9: update(in); break;
     case 10: inspect(in); break;
-    default: {
+    case 11: {
       Command command = pick_handle(in);
       command.named(in.name());
+      break;
     }
+    case 12: semaphore_op(in); break;
+    case 13: submit(in); break;
+    case 14: fence_op(in); break;
+    case 15: then(in); break;
+    case 16: queue_op(in); break;
+    case 17: nest(in); break;
+    case 18: share(in); break;
+    case 19: subview(in); break;
+    case 20: overflow_counts(in); break;
+    case 21: huge_memory(in); break;
+    case 22: update_rerecorded(in); break;
+    case 23: destroy(in); break;
+    case 24: check_results(in); break;
+    default: record_mirrored(in);
   }
+}
+
+CommandBuffer& Session::pick_buffer(ByteReader& in) {
+  const std::size_t k = in.below(buffers_.size());
+  return forced_buffer_ >= 0 ? buffers_[static_cast<std::size_t>(forced_buffer_)] : buffers_[k];
+}
+
+View<int> Session::pick_ints(ByteReader& in) {
+  const std::size_t k = in.below(5);
+  if (k < 3) return pick_view(in, memory_.ints[k]);
+  if (k == 3) return memory_.owned[in.below(memory_.owned.size())];
+  if (memory_.subviews.empty()) return {};
+  return memory_.subviews[in.below(memory_.subviews.size())];
+}
+
+StoreIndex Session::pick_functor(ByteReader& in) {
+  return {memory_.parallel_out.data(), std::min(pick_count(in), large_memory),
+          static_cast<int>(in.byte())};
 }
 
 Command Session::pick_handle(ByteReader& in) {
@@ -164,10 +160,17 @@ Command Session::pick_handle(ByteReader& in) {
 
 void Session::record_host(ByteReader& in) {
   CommandBuffer& cmd = pick_buffer(in);
-  if (in.flip()) {
-    remember(cmd.host([this] { host_runs_.fetch_add(1, std::memory_order_relaxed); }));
-  } else {
-    remember(cmd.host([] { throw std::runtime_error("host task failed on purpose"); }));
+  switch (in.below(4)) {
+    case 0: remember(cmd.host([this] { host_runs_.fetch_add(1, std::memory_order_relaxed); })); break;
+    case 1: remember(cmd.host([] { throw std::runtime_error("host task failed on purpose"); })); break;
+    default: {
+      // A host task that waits, bounded, on other work (the pool must not deadlock on it).
+      const FenceRecord other = pick_fence(in);
+      const std::chrono::nanoseconds timeout = pick_timeout(in);
+      remember(cmd.host([other, timeout] {
+        if (!other.fence.ready()) static_cast<void>(other.fence.wait_for(timeout));
+      }));
+    }
   }
 }
 
@@ -181,38 +184,79 @@ void Session::record_copy(ByteReader& in) {
   CommandBuffer& cmd = pick_buffer(in);
   const View<int> dst = pick_ints(in);
   const View<int> src = pick_ints(in);
-  remember(cmd.copy(dst, src, pick_count(in)), &copies_);
+  const std::size_t count = pick_extent<int>(in);
+  remember(cmd.copy(dst, src, count), &copies_);
+  expect(fits(dst, count) && fits(src, count), "a copy beyond its views was recorded");
+  expect(!overlap(dst, src, count), "an overlapping copy was recorded");
 }
 
 void Session::record_fill(ByteReader& in) {
   CommandBuffer& cmd = pick_buffer(in);
-  const std::size_t count = pick_count(in);
   if (in.flip()) {
     const View<int> dst = pick_ints(in);
+    const std::size_t count = pick_extent<int>(in);
+    if (in.below(8) == 0) {
+      remember(cmd.fill(dst, std::int64_t{1} << 40, count));  // cannot be held by an int
+      violated("a fill value its element cannot hold was recorded");
+    }
     remember(cmd.fill(dst, static_cast<int>(in.byte()) - 128, count), &fills_);
+    expect(fits(dst, count), "a fill beyond its view was recorded");
   } else {
     const View<std::uint8_t> dst = pick_view(in, memory_.bytes);
-    remember(cmd.fill(dst, in.byte(), count));
+    const std::size_t count = pick_extent<std::uint8_t>(in);
+    const int value = static_cast<int>(in.byte()) + (in.below(4) == 0 ? 256 : 0);
+    remember(cmd.fill(dst, value, count), &byte_fills_);
+    expect(value < 256, "a fill of 256 or more into bytes was recorded");
+    expect(fits(dst, count), "a fill beyond its view was recorded");
   }
 }
 
 void Session::record_other(ByteReader& in) {
   CommandBuffer& cmd = pick_buffer(in);
-  switch (in.below(7)) {
+  switch (in.below(8)) {
     case 0: remember(cmd.barrier()); break;
-    case 1: remember(cmd.execute(pick_buffer(in))); break;
-    case 2: remember(cmd.record(event_)); break;
-    case 3: remember(cmd.wait(event_)); break;
+    case 1: {
+      const bool nested = in.flip() && !nested_.empty();
+      remember(cmd.execute(nested ? nested_[in.below(nested_.size())] : pick_buffer(in)));
+      break;
+    }
+    case 2: remember(cmd.record(pick_event(in))); break;
+    case 3: remember(cmd.wait(pick_event(in))); break;
     case 4: remember(cmd.capture([](NativeStream) {})); break;
-    case 5: {
+    case 5:
+    case 6: {
       std::atomic<unsigned>& checks = loop_checks_.emplace_back(0);
-      const auto limit = static_cast<unsigned>(in.below(4));
-      remember(cmd.loop_while(pick_buffer(in), FirstChecks{&checks, limit}));
+      const FirstChecks condition{&checks, static_cast<unsigned>(in.below(4))};
+      CommandBuffer& body = pick_buffer(in);
+      remember(in.flip() ? cmd.loop_while(body, condition) : cmd.if_then(condition, body));
       break;
     }
     default: {
       const LaunchConfig config{{static_cast<unsigned>(in.below(2))}, {1}, 0};
-      remember(Command(cmd.launch(host_only_kernel, config, 1, 2.0)));
+      if (in.flip()) {
+        remember(cmd.launch(host_only_kernel, config, 1, 2.0), &kernels_);
+      } else {
+        remember(cmd.launch(host_only_kernel, config, std::int64_t{1} << 40, 2.0), &kernels_);
+        violated("a kernel argument its parameter cannot hold was recorded");
+      }
+    }
+  }
+}
+
+void Session::record_mirrored(ByteReader& in) {
+  // One recording operation on both buffers from the same bytes: they keep one structure (when
+  // they started with one), so either re-records the other for update().
+  const std::uint8_t operation = in.byte() % 5;
+  ByteReader replay = in;
+  struct Unforce {
+    int& forced;
+    ~Unforce() { forced = -1; }
+  } unforce{forced_buffer_};
+  for (int b = 0; b < 2; ++b) {
+    forced_buffer_ = b;
+    try {
+      apply(operation, b == 0 ? replay : in);
+    } catch (const Error&) {
     }
   }
 }
@@ -241,13 +285,16 @@ void Session::add_edges(ByteReader& in) {
 
 void Session::change_buffer(ByteReader& in) {
   CommandBuffer& cmd = pick_buffer(in);
-  switch (in.below(4)) {
+  switch (in.below(5)) {
     case 0: cmd.reset(); break;
     case 1: cmd = CommandBuffer(in.name()); break;
     case 2: {
       const CommandBuffer taken = std::move(cmd);
       break;
     }
+    case 3:
+      for (CommandBuffer& b : buffers_) b = CommandBuffer(in.name());
+      break;
     default: std::swap(buffers_[0], buffers_[1]);
   }
 }
@@ -256,51 +303,38 @@ void Session::compile_buffer(ByteReader& in) {
   static constexpr Backend backends[] = {Backend::automatic, Backend::host, Backend::cuda_graph,
                                          Backend::streams};
   CommandBuffer& cmd = pick_buffer(in);
-  Executable& exe = pick_executable(in);
-  const CompileOptions options{backends[in.below(4)], static_cast<unsigned>(in.below(5))};
-  exe = compile(cmd, Device::host(), options);
+  Executable& slot = pick_executable(in);
+  const CompileOptions options{backends[in.below(4)], static_cast<unsigned>(in.below(5)),
+                               in.below(4) == 0};
+  std::uint64_t size = 0;
+  try {
+    size = expanded_size(cmd);
+  } catch (const Error&) {  // a moved-from buffer: compile() must refuse it too
+  }
+  if (size > max_compiled_size) return;
+  Executable exe = compile(cmd, Device::host(), options);
+  expect(cmd.sealed(), "compile() left its buffer open");
+  if (slot) settle();  // replacing it waits for its launches
+  slot = std::move(exe);
 }
 
 void Session::launch(ByteReader& in) {
   Executable& exe = pick_executable(in);
-  Fence last;
-  for (std::size_t i = in.below(3) + 1; i > 0; --i) last = exe.launch(queue_);
-  if (in.flip()) last.wait();
-  queue_.wait();
-}
-
-void Session::update(ByteReader& in) {
-  Executable& exe = pick_executable(in);
-  switch (in.below(5)) {
-    case 0: {
-      const auto command = pick_typed(in, parallel_fors_);
-      exe.update(command, pick_functor(in));
+  Queue& queue = pick_queue(in);
+  FenceRecord last;
+  for (std::size_t i = in.below(3) + 1; i > 0; --i) {
+    last.fence = exe.launch(queue);
+    keep_fence(last);
+  }
+  switch (in.below(4)) {
+    case 0: wait_fence_for(last, pick_timeout(in)); break;
+    case 1: static_cast<void>(queue.wait_for(pick_timeout(in))); break;
+    case 2:
+      settle();
+      last.fence.wait();
+      queue.wait();
       break;
-    }
-    case 1: {
-      const auto command = pick_typed(in, parallel_fors_);
-      const std::size_t n = pick_count(in);
-      exe.update(command, n, pick_functor(in));
-      break;
-    }
-    case 2: {
-      const auto command = pick_typed(in, copies_);
-      const View<int> dst = pick_ints(in);
-      const View<int> src = pick_ints(in);
-      exe.update(command, dst, src, pick_count(in));
-      break;
-    }
-    case 3: {
-      const auto command = pick_typed(in, fills_);
-      const View<int> dst = pick_ints(in);
-      const int value = in.byte();
-      exe.update(command, dst, value, pick_count(in));
-      break;
-    }
-    default: {
-      CommandBuffer& rerecorded = pick_buffer(in);
-      exe.update(rerecorded, UpdateOptions{in.flip()});
-    }
+    default: break;
   }
 }
 
@@ -311,10 +345,29 @@ void Session::inspect(ByteReader& in) {
   const Executable& exe = pick_executable(in);
   if (!exe) return;
   static_cast<void>(exe.stats().commands + exe.name().size());
-  if (in.flip()) pick_executable(in) = exe.clone();
+  switch (in.below(4)) {
+    case 0: {
+      Executable copy = exe.clone();
+      Executable& slot = pick_executable(in);
+      if (slot) settle();
+      slot = std::move(copy);
+      break;
+    }
+    case 1: {
+      const char* path = in.flip() ? "/dev/null" : "/dev/full";  // a failed write is an Error
+      exe.write_dot(path, DotOptions{in.flip(), in.flip()});
+      break;
+    }
+    case 2: {
+      settle();  // last_profile waits for the latest launch
+      const Profile profile = exe.last_profile();
+      static_cast<void>(profile.trace_json().size());
+      break;
+    }
+    default: exe.write_cuda_dot("/dev/null");
+  }
 }
 
-}  // namespace
 }  // namespace cmdgraph::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -323,3 +376,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   session.run(in);
   return 0;
 }
+
+// Huge allocations must come back as Error(out_of_memory), not as ASan's report: let the
+// allocator return null (the default of a build without ASan). The environment may add more.
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }

@@ -11,6 +11,7 @@
 #include <cmdgraph/error.hpp>
 
 #include <algorithm>
+#include <variant>
 
 namespace cmdgraph::detail {
 namespace {
@@ -75,7 +76,11 @@ void HostLaunch::run(std::uint32_t task) {
       // Closed before completing: the last completion ends the launch, and nothing of it may
       // outlast the fence it signals.
       const NvtxRange range(program_->names[task]);
-      if (!skip) outcome = execute(task);
+      if (skip) {
+        end_skipped_record(task);
+      } else {
+        outcome = execute(task);
+      }
     }
     if (outcome == HostOutcome::deferred) return;
     task = complete(task, outcome == HostOutcome::failed);
@@ -99,6 +104,16 @@ void HostLaunch::record_event(std::uint32_t task, EventState& event) {
     event.record_now();
   } else {
     event.finish_record(generations_[task]);
+  }
+}
+
+void HostLaunch::end_skipped_record(std::uint32_t task) {
+  // A loop's pass begins no generation before it runs: a record it skips leaves none behind.
+  if (generations_.empty()) return;
+  const FlatTask& t = program_->flat.tasks[task];
+  if (t.is_join()) return;
+  if (const auto* record = std::get_if<EventRecordPayload>(&t.plan->payload(t.command))) {
+    record->event->finish_record(generations_[task]);
   }
 }
 

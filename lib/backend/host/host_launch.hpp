@@ -1,6 +1,7 @@
 // HostLaunch: one run of a flat plan on the host pool. Tasks become ready when their last
 // parent finishes; a ready child continues on the same thread, the others go to the pool.
-// A failed task's dependants are skipped; the first error completes the launch's fence.
+// A failed task's dependants are skipped (a skipped event record still ends the generation
+// begun for it, so waits for it end); the first error completes the launch's fence.
 #pragma once
 
 #include "backend/host/host_commands.hpp"
@@ -91,6 +92,9 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   void post(std::uint32_t task);
   void run(std::uint32_t task);
   HostOutcome execute(std::uint32_t task);
+  /// Task `task` is skipped: if it records an event, ends the generation its launch began for
+  /// it (waits for that record would otherwise never end).
+  void end_skipped_record(std::uint32_t task);
   void run_chunk(std::uint32_t task, const ParallelForPayload& pf, std::size_t begin,
                  std::size_t end);
   /// Whether task `task` runs its body (again); throws what the condition throws.
