@@ -4,6 +4,8 @@
 
 #include <new>
 
+#include <unistd.h>
+
 #if CMDGRAPH_HAVE_CUDA
 #include "cuda/runtime.hpp"
 #endif
@@ -12,6 +14,25 @@ namespace cmdgraph::detail {
 namespace {
 // Wide enough for any vector load the host backend's functors might use.
 constexpr std::align_val_t host_alignment{64};
+
+#if CMDGRAPH_HAVE_CUDA
+// Page-locked memory is physical memory: asking CUDA for more than the machine has can pin
+// page after page until the kernel's OOM killer ends the process, instead of failing.
+void* allocate_pinned_checked(std::size_t bytes) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 &&
+      bytes / static_cast<std::size_t>(page) >= static_cast<std::size_t>(pages)) {
+    throw Error(errc::out_of_memory,
+                "could not allocate " + std::to_string(bytes) +
+                    " bytes of pinned memory: the machine has " +
+                    std::to_string(static_cast<std::size_t>(pages) *
+                                   static_cast<std::size_t>(page)) +
+                    " bytes of physical memory");
+  }
+  return cuda::allocate_pinned(bytes);
+}
+#endif
 }  // namespace
 
 MemorySpace pinned_or_host() noexcept {
@@ -30,7 +51,7 @@ void* allocate(MemorySpace space, int device, std::size_t bytes) {
       return p;
     }
 #if CMDGRAPH_HAVE_CUDA
-    case MemorySpace::pinned: return cuda::allocate_pinned(bytes);
+    case MemorySpace::pinned: return allocate_pinned_checked(bytes);
     case MemorySpace::device: return cuda::allocate_device(device, bytes);
 #else
     case MemorySpace::pinned:
