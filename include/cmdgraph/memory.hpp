@@ -165,8 +165,9 @@ template <class T>
 class Buffer : public detail::OwnedMemory<T> {
  public:
   Buffer() = default;
-  /// `size` elements on `device`. Throws Error(out_of_memory) when the allocation fails, or
-  /// Error(cuda_error).
+  /// `size` elements on `device`. Throws Error(out_of_memory) when the allocation fails or
+  /// exceeds what the machine could back (host memory: its RAM and swap, whatever the kernel
+  /// would overcommit), or Error(cuda_error).
   Buffer(Device device, std::size_t size)
       : detail::OwnedMemory<T>(device.is_host() ? MemorySpace::host : MemorySpace::device,
                                device.ordinal(), size) {}
@@ -182,7 +183,8 @@ template <class T>
 class HostBuffer : public detail::OwnedMemory<T> {
  public:
   HostBuffer() = default;
-  /// `size` elements. Throws Error(out_of_memory) when the allocation fails, or
+  /// `size` elements. Throws Error(out_of_memory) when the allocation fails or exceeds what
+  /// the machine could back (pinned memory: its RAM; plain memory: RAM and swap), or
   /// Error(cuda_error).
   explicit HostBuffer(std::size_t size)
       : detail::OwnedMemory<T>(detail::pinned_or_host(), -1, size) {}

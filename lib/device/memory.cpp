@@ -4,7 +4,7 @@
 
 #include <new>
 
-#include <unistd.h>
+#include <sys/sysinfo.h>
 
 #if CMDGRAPH_HAVE_CUDA
 #include "cuda/runtime.hpp"
@@ -15,24 +15,22 @@ namespace {
 // Wide enough for any vector load the host backend's functors might use.
 constexpr std::align_val_t host_alignment{64};
 
-#if CMDGRAPH_HAVE_CUDA
-// Page-locked memory is physical memory: asking CUDA for more than the machine has can pin
-// page after page until the kernel's OOM killer ends the process, instead of failing.
-void* allocate_pinned_checked(std::size_t bytes) {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0 &&
-      bytes / static_cast<std::size_t>(page) >= static_cast<std::size_t>(pages)) {
-    throw Error(errc::out_of_memory,
-                "could not allocate " + std::to_string(bytes) +
-                    " bytes of pinned memory: the machine has " +
-                    std::to_string(static_cast<std::size_t>(pages) *
-                                   static_cast<std::size_t>(page)) +
-                    " bytes of physical memory");
-  }
-  return cuda::allocate_pinned(bytes);
+// Refuses what the machine could never back. Where the kernel overcommits (vm.overcommit_memory
+// = 1, as on many GPU servers) a 32 TiB host allocation "succeeds" and the process is killed
+// when it is touched; cudaMallocHost asked for more than the physical memory pins page after
+// page first. Pinned memory must fit in RAM, host memory in RAM and swap.
+void refuse_beyond_machine(std::size_t bytes, const char* what, bool with_swap) {
+  struct sysinfo info {};
+  if (::sysinfo(&info) != 0) return;  // nothing known: leave it to the allocator
+  const auto unit = static_cast<std::size_t>(info.mem_unit ? info.mem_unit : 1);
+  const std::size_t units = static_cast<std::size_t>(info.totalram) +
+                            (with_swap ? static_cast<std::size_t>(info.totalswap) : 0);
+  if (bytes / unit <= units) return;
+  throw Error(errc::out_of_memory,
+              "could not allocate " + std::to_string(bytes) + " bytes of " + what +
+                  " memory: the machine has " + std::to_string(units * unit) + " bytes of " +
+                  (with_swap ? "physical memory and swap" : "physical memory"));
 }
-#endif
 }  // namespace
 
 MemorySpace pinned_or_host() noexcept {
@@ -43,6 +41,7 @@ void* allocate(MemorySpace space, int device, std::size_t bytes) {
   if (bytes == 0) return nullptr;
   switch (space) {
     case MemorySpace::host: {
+      refuse_beyond_machine(bytes, "host", true);
       void* p = ::operator new(bytes, host_alignment, std::nothrow);
       if (!p) {
         throw Error(errc::out_of_memory,
@@ -51,7 +50,9 @@ void* allocate(MemorySpace space, int device, std::size_t bytes) {
       return p;
     }
 #if CMDGRAPH_HAVE_CUDA
-    case MemorySpace::pinned: return allocate_pinned_checked(bytes);
+    case MemorySpace::pinned:
+      refuse_beyond_machine(bytes, "pinned", false);
+      return cuda::allocate_pinned(bytes);
     case MemorySpace::device: return cuda::allocate_device(device, bytes);
 #else
     case MemorySpace::pinned:

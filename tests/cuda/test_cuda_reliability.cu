@@ -227,7 +227,7 @@ TEST_CASE("cuda.reliability.one_executable_two_threads" * doctest::timeout(60)) 
 TEST_CASE("cuda.reliability.pinned_beyond_physical_memory_refused" * doctest::timeout(30)) {
   const auto pinned_before = detail::cuda::live_counts().pinned_allocations;
   for (const std::size_t bytes : {std::size_t{1} << 45, std::size_t{1} << 62, ~std::size_t{0} - 1}) {
-    const auto e = CMDGRAPH_EXPECT_ERROR(HostBuffer<std::uint8_t>(bytes), errc::out_of_memory);
+    const auto e = CMDGRAPH_EXPECT_ERROR(HostBuffer<std::uint8_t>{bytes}, errc::out_of_memory);
     REQUIRE(e);
     CHECK(mentions(*e, "physical memory"));
   }

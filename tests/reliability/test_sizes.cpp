@@ -1,6 +1,7 @@
 // Sizes at the overflow edge (issue 20 #5): counts whose byte size overflows size_t, buffers too
-// large to describe, views beyond their memory. Each is refused with Error(invalid_argument),
-// naming the command where there is one, and nothing is recorded.
+// large to describe or for the machine to back, views beyond their memory. Each is refused with
+// Error(invalid_argument) (out_of_memory for what the machine cannot back), naming the command
+// where there is one, and nothing is recorded.
 #include "support/expect_error.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
@@ -51,6 +52,22 @@ TEST_CASE("reliability.buffer_size_overflow_refused") {
                         errc::invalid_argument);
   CMDGRAPH_EXPECT_ERROR(Buffer<double>(Device::host(), size_max / 8 + 1), errc::invalid_argument);
   CMDGRAPH_EXPECT_ERROR(HostBuffer<double>(size_max / 8 + 1), errc::invalid_argument);
+}
+
+// A size that fits size_t but no machine: refused before the allocator sees it. Where the
+// kernel overcommits, 32 TiB of host memory used to be "allocated", and the process was killed
+// when the memory was touched (the fuzz replay under MALLOC_PERTURB_ on the H200 machine).
+TEST_CASE("reliability.buffer_beyond_the_machine_refused") {
+  const std::size_t huge = std::size_t{1} << 45;
+  const auto e = CMDGRAPH_EXPECT_ERROR(Buffer<std::uint8_t>(Device::host(), huge),
+                                       errc::out_of_memory);
+  REQUIRE(e);
+  CHECK(mentions(*e, "physical memory"));
+  CHECK(mentions(*e, std::to_string(huge)));
+  const auto h = CMDGRAPH_EXPECT_ERROR(HostBuffer<std::uint8_t>{huge}, errc::out_of_memory);
+  REQUIRE(h);
+  CHECK(mentions(*h, "physical memory"));
+  CHECK(Buffer<std::uint8_t>(Device::host(), 4096).data() != nullptr);
 }
 
 TEST_CASE("reliability.view_size_overflow_refused") {
