@@ -62,7 +62,9 @@ struct SemaphoreValue {
 struct SubmitInfo {
   /// Values the submission waits for before it runs.
   std::vector<SemaphoreValue> wait = {};
-  /// Values it signals once it finished.
+  /// Values it signals once it finished: for each semaphore, above the values signalled by
+  /// earlier submissions and above any value this submission waits for on it (else the launch
+  /// throws Error(invalid_argument) and submits nothing).
   std::vector<SemaphoreValue> signal = {};
 };
 

@@ -40,6 +40,7 @@ class SignalClaims {
           throw Error(errc::invalid_handle,
                       "launch of '" + exe.name() + "' signals a moved-from semaphore");
         }
+        refuse_signal_at_or_below_own_wait(exe, info, s);
         claims_.push_back({s.semaphore.get(), s.value, s.semaphore->reserve_signal(s.value)});
       }
     } catch (...) {
@@ -55,6 +56,22 @@ class SignalClaims {
   void keep() noexcept { kept_ = true; }
 
  private:
+  // It would run only once the value reached its wait, then signal no higher: a value must
+  // grow with each signal (Vulkan's rule), and nothing but this submission would signal it.
+  static void refuse_signal_at_or_below_own_wait(const detail::ExecutableImpl& exe,
+                                                 const SubmitInfo& info,
+                                                 const SemaphoreValue& signal) {
+    for (const SemaphoreValue& wait : info.wait) {
+      if (wait.semaphore == signal.semaphore && signal.value <= wait.value) {
+        throw Error(errc::invalid_argument,
+                    "launch of '" + exe.name() + "' waits for a semaphore to reach " +
+                        std::to_string(wait.value) + " and signals it " +
+                        std::to_string(signal.value) +
+                        ": a signal must be above the value the submission waits for");
+      }
+    }
+  }
+
   void cancel() noexcept {
     for (auto it = claims_.rbegin(); it != claims_.rend(); ++it) {
       it->semaphore->cancel_signal(it->value, it->previous);

@@ -132,6 +132,10 @@ void Session::submit(ByteReader& in) {
   }
   for (const SemaphoreValue& s : info.signal) {
     expect(s.semaphore != nullptr, "a submission signalling a moved-from semaphore was taken");
+    for (const SemaphoreValue& w : info.wait) {
+      expect(s.semaphore != w.semaphore || s.value > w.value,
+             "a submission signalling at or below its own wait was taken");
+    }
   }
   if (waits_.size() > 32) std::erase_if(waits_, [](const SemaphoreValue& w) { return reached(w); });
   keep_fence({fence});

@@ -19,8 +19,8 @@ extern const std::uint64_t expansion_bound;
 std::uint64_t expanded_size(const CommandBuffer& buffer);
 /// True once the semaphore of `wait` has reached its value.
 bool reached(const SemaphoreValue& wait) noexcept;
-/// Signals the semaphore of `wait` from the host (as TimelineSemaphore::signal would) so the
-/// wait ends: with its value, or the largest one when a submission has claimed a higher one.
+/// Raises the semaphore of `wait` to its value as a submission's signal would, so the wait
+/// ends even where the host may not signal (a submission has a lower signal pending).
 void release(const SemaphoreValue& wait);
 
 }  // namespace cmdgraph::fuzz

@@ -185,3 +185,26 @@ TEST_CASE("reliability.host_signal_at_or_above_pending_signal_refused" * doctest
   timeline.signal(11);
   CHECK(timeline.value() == 11);
 }
+
+// A submission that waits for a value and signals the same semaphore no higher could only run
+// once nothing could release it (the host may not signal at or above a pending signal): found
+// by the fuzzer, whose input then hung in the queue's destructor. Refused, nothing claimed.
+TEST_CASE("reliability.signal_at_or_below_own_wait_refused" * doctest::timeout(60)) {
+  TimelineSemaphore s(0);
+  CommandBuffer cmd("stepper");
+  cmd.host([] {});
+  Executable exe = compile(cmd, Device::host());
+  Queue q(Device::host());
+  const auto e = CMDGRAPH_EXPECT_ERROR(q.submit(exe, {.wait = {{s, 5}}, .signal = {{s, 5}}}),
+                                       errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(mentions(*e, "stepper"));
+  CHECK(mentions(*e, "5"));
+  CMDGRAPH_EXPECT_ERROR(q.submit(exe, {.wait = {{s, 5}}, .signal = {{s, 3}}}),
+                        errc::invalid_argument);
+  // Nothing was claimed: a signal of 4 is still free to take, and the host may step below it.
+  Fence f = q.submit(exe, {.wait = {{s, 2}}, .signal = {{s, 4}}});
+  s.signal(2);
+  REQUIRE(f.wait_for(std::chrono::seconds(30)));
+  CHECK(s.value() == 4);
+}
