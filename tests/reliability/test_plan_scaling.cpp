@@ -160,7 +160,7 @@ TEST_CASE("reliability.reduction_matches_reachability_oracle" * doctest::timeout
 // searches run in): a quadratic reduction examines thousands per edge here, a linear one a few.
 // Not relabelled: the lagging ladder, whose rungs skip half the ladder; in some random orders
 // neither topological order separates a rung's target from the next steps, and the search walks
-// the steps in between (known, see tests/reliability/FINDINGS.md).
+// the steps in between (known, see RELIABILITY.md, issue 20 #2).
 TEST_CASE("reliability.reduction_work_is_linear_on_every_shape" * doctest::timeout(300)) {
   std::mt19937 rng(2);
   for (const PlanShape shape : all_plan_shapes) {
