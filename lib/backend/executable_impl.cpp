@@ -25,8 +25,8 @@ std::vector<std::shared_ptr<EventState>> events_recorded_by(const Plan& plan) {
 
 ExecutableImpl::ExecutableImpl(std::shared_ptr<const Plan> plan, Device device,
                                ExecutableStats stats, bool profile)
-    : plan_(std::move(plan)), device_(device), stats_(std::move(stats)), profile_(profile),
-      recorded_events_(events_recorded_by(*plan_)) {}
+    : plan_(std::move(plan)), name_(plan_->buffer_name), device_(device),
+      stats_(std::move(stats)), profile_(profile), recorded_events_(events_recorded_by(*plan_)) {}
 
 ExecutableImpl::Sharing::Sharing(const ExecutableImpl& exe) : exe_(exe) {
   int users = exe_.users_.load();

@@ -60,7 +60,9 @@ class ExecutableImpl {
   const Plan& plan() const noexcept { return *plan_; }
   const std::shared_ptr<const Plan>& shared_plan() const noexcept { return plan_; }
   Device device() const noexcept { return device_; }
-  const std::string& name() const noexcept { return plan_->buffer_name; }
+  /// The name of the buffer it was compiled from; an update never changes it, so errors may
+  /// name the executable while another thread replaces its plan.
+  const std::string& name() const noexcept { return name_; }
   bool profiling() const noexcept { return profile_; }
   const ExecutableStats& stats() const noexcept { return stats_; }
   ExecutableStats& stats() noexcept { return stats_; }
@@ -111,6 +113,7 @@ class ExecutableImpl {
 
  private:
   std::shared_ptr<const Plan> plan_;
+  const std::string name_;
   Device device_;
   ExecutableStats stats_;
   bool profile_;

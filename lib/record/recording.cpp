@@ -167,23 +167,26 @@ Recording& resolve(CommandRef ref) {
     throw Error(errc::stale_handle, "command handle #" + std::to_string(ref.index) +
                                         " belongs to a command buffer that was destroyed or reset");
   }
-  Recording& rec = *it->second;
-  lock.unlock();
-  if (ref.index >= rec.commands().size()) {
+  return *it->second;
+}
+
+void Recording::require_command(CommandRef ref) const {
+  if (ref.index >= commands_.size()) {
     throw Error(errc::invalid_handle, "command handle #" + std::to_string(ref.index) +
                                           " is out of range for command buffer " +
-                                          quoted(rec.name()));
+                                          quoted(name_));
   }
-  return rec;
 }
 
 void add_edges(CommandRef child, const CommandRef* parents, std::size_t count) {
   Recording& rec = resolve(child);
   const Recording::UseGuard guard(rec);
+  rec.require_command(child);
   rec.require_open("add edges");
   // Validate every parent before adding any edge, so a failed call changes nothing.
   for (std::size_t i = 0; i < count; ++i) {
-    if (parents[i].recording == child.recording && parents[i].index < rec.commands().size()) {
+    if (parents[i].recording == child.recording) {
+      rec.require_command(parents[i]);
       continue;
     }
     Recording& other = resolve(parents[i]);  // throws for invalid or stale handles
@@ -204,11 +207,15 @@ void add_edges(CommandRef child, const CommandRef* parents, std::size_t count) {
 void set_name(CommandRef command, std::string_view name) {
   Recording& rec = resolve(command);
   const Recording::UseGuard guard(rec);
+  rec.require_command(command);
   rec.set_name(command.index, name);
 }
 
 std::string command_name(CommandRef command) {
-  return resolve(command).command_name(command.index);
+  const Recording& rec = resolve(command);
+  const Recording::ReadGuard guard(rec);  // not while another thread records into it
+  rec.require_command(command);
+  return rec.command_name(command.index);
 }
 
 }  // namespace cmdgraph::detail

@@ -51,6 +51,9 @@ class Recording {
   /// barrier itself) precedes the new barrier command, which precedes all later commands.
   CommandRef add_barrier();
   void set_name(std::uint32_t index, std::string_view name);
+  /// Error(invalid_handle) unless `ref` (a handle of this recording) names one of its
+  /// commands. Call with a UseGuard or ReadGuard held.
+  void require_command(CommandRef ref) const;
 
   /// The command's name: its own, or "kind#index".
   const std::string& command_name(std::uint32_t index) const { return commands_[index].name; }
@@ -121,6 +124,8 @@ inline constexpr std::uint64_t max_expanded_size = 10'000'000;
 
 /// The open recording behind a handle, or Error: invalid (default, moved-from), stale
 /// (its buffer was destroyed or reset). Open recordings are registered by their buffers.
+/// The handle's index is checked by Recording::require_command, under the caller's guard
+/// (another thread may be appending commands until the guard is held).
 Recording& resolve(CommandRef ref);
 /// How messages name the command behind a handle of any buffer: "buffer/name" while its
 /// buffer is open, "#index of a destroyed or reset buffer" after.

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,75 +17,88 @@
 using namespace cmdgraph;
 
 TEST_CASE("reliability.two_threads_recording_one_buffer" * doctest::timeout(120)) {
+  // One thread keeps the buffer busy with calls that take a while (an edge from each of 20,000
+  // commands, validated before any is added), the other records single commands: whenever both
+  // run, the second finds the first inside the buffer. Recording goes on until they collide,
+  // so a busy machine that keeps them apart for a while only makes the test longer.
   CommandBuffer cmd("contended");
+  std::vector<Command> many;
+  for (int i = 0; i < 20000; ++i) many.push_back(cmd.host([] {}));
+  const Command sink = cmd.host([] {});
   std::atomic<int> caught{0}, recorded{0};
-  // Whether the two threads overlap is the scheduler's call: on a busy machine one may finish
-  // a round before the other starts. Rounds on a fresh buffer until they have collided.
-  for (int round = 0; round < 100 && caught == 0; ++round) {
-    cmd = CommandBuffer("contended");
-    recorded = 0;
-    std::atomic<bool> go{false};
-    auto hammer = [&] {
-      while (!go) {
+  std::atomic<bool> done{false};
+  std::thread busy([&] {
+    while (!done) {
+      try {
+        Command(sink).after_all(many);
+      } catch (const Error& e) {
+        CHECK(e.code() == errc::concurrent_use);
+        ++caught;
       }
-      for (int i = 0; i < 20000 && caught == 0; ++i) {
-        try {
-          cmd.host([] {});
-          ++recorded;
-        } catch (const Error& e) {
-          CHECK(e.code() == errc::concurrent_use);
-          ++caught;
-        }
-      }
-    };
-    std::thread t1(hammer), t2(hammer);
-    go = true;
-    t1.join();
-    t2.join();
+    }
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (caught == 0 && std::chrono::steady_clock::now() < give_up) {
+    try {
+      cmd.host([] {});
+      ++recorded;
+    } catch (const Error& e) {
+      CHECK(e.code() == errc::concurrent_use);
+      ++caught;
+    }
   }
+  done = true;
+  busy.join();
   CHECK(caught > 0);
-  CHECK(cmd.size() == static_cast<std::size_t>(recorded.load()));  // nothing half-recorded
+  CHECK(cmd.size() == 20001 + static_cast<std::size_t>(recorded.load()));  // nothing half-recorded
   Queue q(Device::host());
   compile(cmd, Device::host()).launch(q).wait();
 }
 
 TEST_CASE("reliability.update_racing_launch" * doctest::timeout(120)) {
   // update() from one thread while another launches raced silently (TSan); now the update or
-  // the launch that overlaps the other is refused, and nothing changes.
+  // the launch that overlaps the other is refused, and nothing changes. One thread updates
+  // back to back with a re-recorded buffer of 20,000 commands (each update plans it, holding
+  // the executable for milliseconds), the other launches until a launch is refused.
   int target = 0;
+  auto record = [&](CommandBuffer& cmd, int value) {
+    cmd.fill(host_view(&target, 1), value, 1).named("set");
+    for (int i = 0; i < 20000; ++i) cmd.barrier();
+  };
   CommandBuffer cmd("raced");
-  auto set = cmd.fill(host_view(&target, 1), 1, 1);
+  record(cmd, 1);
   Executable exe = compile(cmd, Device::host());
   Queue q(Device::host());
   std::atomic<int> caught{0};
-  for (int round = 0; round < 100 && caught == 0; ++round) {
-    std::atomic<bool> go{false};
-    std::thread launcher([&] {
-      while (!go) {
-      }
-      for (int i = 0; i < 2000 && caught == 0; ++i) {
-        try {
-          exe.launch(q);
-        } catch (const Error& e) {
-          CHECK(e.code() == errc::concurrent_use);
-          ++caught;
-        }
-      }
-    });
-    go = true;
-    for (int i = 0; i < 2000 && caught == 0; ++i) {
+  std::atomic<bool> done{false};
+  std::thread updater([&] {
+    while (!done) {
+      CommandBuffer again("raced");
+      record(again, 2);
       try {
-        exe.update(set, host_view(&target, 1), 2, 1);
+        exe.update(again);
       } catch (const Error& e) {
         CHECK(e.code() == errc::concurrent_use);
         ++caught;
       }
     }
-    launcher.join();
-    q.wait();
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (caught == 0 && std::chrono::steady_clock::now() < give_up) {
+    try {
+      exe.launch(q).wait();
+    } catch (const Error& e) {
+      CHECK(e.code() == errc::concurrent_use);
+      ++caught;
+    }
   }
+  done = true;
+  updater.join();
+  q.wait();
   CHECK(caught > 0);
-  exe.update(set, host_view(&target, 1), 3, 1);
+  CommandBuffer last("raced");
+  record(last, 3);
+  exe.update(last);  // nothing was left half-updated
   exe.launch(q).wait();
   CHECK(target == 3);
 }
