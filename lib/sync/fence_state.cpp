@@ -13,15 +13,17 @@
 namespace cmdgraph {
 namespace detail {
 
-void FenceState::complete(std::exception_ptr error) {
+std::vector<std::function<void()>> FenceState::mark_complete(std::exception_ptr error) {
   std::vector<std::function<void()>> continuations;
-  {
-    std::lock_guard lock(mutex_);
-    if (done_) return;
-    done_ = true;
-    error_ = std::move(error);
-    continuations.swap(continuations_);
-  }
+  std::lock_guard lock(mutex_);
+  if (done_) return continuations;
+  done_ = true;
+  error_ = std::move(error);
+  continuations.swap(continuations_);
+  return continuations;
+}
+
+void FenceState::publish(std::vector<std::function<void()>> continuations) {
   cv_.notify_all();
   for (auto& fn : continuations) fn();
 }

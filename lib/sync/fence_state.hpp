@@ -48,7 +48,12 @@ class FenceState : public std::enable_shared_from_this<FenceState> {
   virtual ~FenceState() = default;
 
   /// Host work: marks it finished (with `error` if it failed); runs continuations here.
-  void complete(std::exception_ptr error = nullptr);
+  void complete(std::exception_ptr error = nullptr) { publish(mark_complete(std::move(error))); }
+  /// complete() in two steps, for a queue that changes its own state in the same critical
+  /// section: mark_complete() makes done() true and returns the continuations; publish() wakes
+  /// the waiters and runs them (with no lock of the caller held).
+  std::vector<std::function<void()>> mark_complete(std::exception_ptr error);
+  void publish(std::vector<std::function<void()>> continuations);
   bool done();
   void wait();
   bool wait_for(std::chrono::nanoseconds timeout);

@@ -3,6 +3,7 @@
 
 #include "sync/deadline.hpp"
 #include "sync/event_state.hpp"
+#include "sync/fence_state.hpp"
 #include "sync/thread_pool.hpp"
 #include "sync/watcher.hpp"
 
@@ -33,22 +34,28 @@ void HostQueue::submit(Job job) {
 void HostQueue::start(Job job) {
   // The job runs on this thread until it hands its work to the pool; `done` may be called
   // from anywhere, even before job() returns.
-  job([this](std::exception_ptr error) { finished(std::move(error)); });
+  job([this](std::exception_ptr error, FenceState* fence) { finished(std::move(error), fence); });
 }
 
-void HostQueue::finished(std::exception_ptr error) {
+void HostQueue::finished(std::exception_ptr error, FenceState* fence) {
   Job next;
+  std::vector<std::function<void()>> continuations;
   {
     std::lock_guard lock(mutex_);
+    // The fence's end and the queue's move past its job are one step for every observer.
+    if (fence) continuations = fence->mark_complete(error);
     if (error && !first_error_) first_error_ = error;
     if (jobs_.empty()) {
       running_ = false;
-      idle_.notify_all();
-      return;
+      idle_.notify_all();  // under the lock: a waiting destructor cannot finish before it
+    } else {
+      next = std::move(jobs_.front());
+      jobs_.pop_front();
     }
-    next = std::move(jobs_.front());
-    jobs_.pop_front();
   }
+  // Nothing of the queue is touched from here on when it went idle: it may be gone.
+  if (fence) fence->publish(std::move(continuations));
+  if (!next) return;
   // Start the next job from the pool, not from inside this one's completion: a run of jobs
   // that finish at once must not nest on the stack. Out of memory for that: start it here.
   auto shared = std::make_shared<Job>();
@@ -66,7 +73,7 @@ void HostQueue::wait_event(const std::shared_ptr<EventState>& event) {
     submit([event](Done done) {
       Watcher::instance().watch([event, done] {
         if (!event->device_reached()) return false;
-        done(nullptr);
+        done(nullptr, nullptr);
         return true;
       });
     });
@@ -75,7 +82,7 @@ void HostQueue::wait_event(const std::shared_ptr<EventState>& event) {
   // The wait sees the records submitted before it.
   const std::uint64_t target = event->latest_begun();
   submit([event, target](Done done) {
-    if (event->finished_or_defer(target, [done] { done(nullptr); })) done(nullptr);
+    if (event->finished_or_defer(target, [done] { done(nullptr, nullptr); })) done(nullptr, nullptr);
   });
 }
 
@@ -87,7 +94,7 @@ void HostQueue::record_event(const std::shared_ptr<EventState>& event) {
   const std::uint64_t generation = event->begin_record();
   submit([event, generation](Done done) {
     event->finish_record(generation);
-    done(nullptr);
+    done(nullptr, nullptr);
   });
 }
 

@@ -14,8 +14,10 @@ namespace cmdgraph::detail {
 
 class HostQueue final : public QueueState {
  public:
-  /// Called by a job exactly once when it has finished, with its error if it failed.
-  using Done = std::function<void(std::exception_ptr)>;
+  /// Called by a job exactly once when it has finished, with its error if it failed, and the
+  /// fence it completes, if any: the queue completes it as it moves past the job, so whoever
+  /// sees the fence done sees the queue past the job (idle, if nothing came after it).
+  using Done = std::function<void(std::exception_ptr error, FenceState* fence)>;
   /// A unit of work: starts, and eventually calls `done` (from any thread).
   using Job = std::function<void(Done done)>;
 
@@ -34,7 +36,7 @@ class HostQueue final : public QueueState {
 
  private:
   void start(Job job);
-  void finished(std::exception_ptr error);
+  void finished(std::exception_ptr error, FenceState* fence);
   void rethrow_pending_error(std::unique_lock<std::mutex>& lock);
 
   std::mutex mutex_;

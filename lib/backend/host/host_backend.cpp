@@ -89,8 +89,7 @@ void start_launch(std::shared_ptr<const HostProgram> program,
     if (end) {
       (*end)(error);
     } else {
-      fence->complete(error);
-      done(error);
+      done(error, fence.get());
     }
   }
 }

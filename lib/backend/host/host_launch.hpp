@@ -46,8 +46,7 @@ class LaunchEnd {
       : fence_(std::move(fence)), done_(std::move(done)) {}
   void operator()(std::exception_ptr error) {
     if (ended_.exchange(true)) return;
-    fence_->complete(error);
-    done_(error);
+    done_(error, fence_.get());  // the queue completes the fence as it moves on
   }
 
  private:
