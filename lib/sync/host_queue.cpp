@@ -40,22 +40,35 @@ void HostQueue::start(Job job) {
 void HostQueue::finished(std::exception_ptr error, FenceState* fence) {
   Job next;
   std::vector<std::function<void()>> continuations;
+  bool last = false;
   {
     std::lock_guard lock(mutex_);
-    // The fence's end and the queue's move past its job are one step for every observer.
+    // The fence's end and the queue's move past its job are one step for a poll: whoever
+    // sees the fence done sees the queue idle if nothing came after the job.
     if (fence) continuations = fence->mark_complete(error);
     if (error && !first_error_) first_error_ = error;
     if (jobs_.empty()) {
-      running_ = false;
-      idle_.notify_all();  // under the lock: a waiting destructor cannot finish before it
+      finishing_ = true;
+      last = true;
     } else {
       next = std::move(jobs_.front());
       jobs_.pop_front();
     }
   }
-  // Nothing of the queue is touched from here on when it went idle: it may be gone.
+  // The fence's continuations run before a wait on the queue may return: nothing the launch
+  // set going may outlast a queue's wait (a program may end right after it).
   if (fence) fence->publish(std::move(continuations));
-  if (!next) return;
+  if (last) {
+    std::lock_guard lock(mutex_);
+    finishing_ = false;
+    if (jobs_.empty()) {
+      running_ = false;
+      idle_.notify_all();  // under the lock: a waiting destructor cannot finish before it
+      return;
+    }
+    next = std::move(jobs_.front());  // submitted while the continuations ran
+    jobs_.pop_front();
+  }
   // Start the next job from the pool, not from inside this one's completion: a run of jobs
   // that finish at once must not nest on the stack. Out of memory for that: start it here.
   auto shared = std::make_shared<Job>();
@@ -120,7 +133,12 @@ bool HostQueue::wait_for(std::chrono::nanoseconds timeout) {
   const auto deadline = deadline_after(timeout);
   std::unique_lock lock(mutex_);
   if (running_) {
-    if (timeout <= std::chrono::nanoseconds::zero()) return false;
+    if (timeout <= std::chrono::nanoseconds::zero()) {
+      // A poll: the last job's fence is done, only its continuations are being started.
+      if (!finishing_ || !jobs_.empty()) return false;
+      rethrow_pending_error(lock);
+      return true;
+    }
     lock.unlock();
     const BlockingWait blocking;
     lock.lock();

@@ -43,6 +43,7 @@ class HostQueue final : public QueueState {
   std::condition_variable idle_;
   std::deque<Job> jobs_;
   bool running_ = false;
+  bool finishing_ = false;  // the last job's fence is done; its continuations are starting
   std::exception_ptr first_error_;
 };
 

@@ -93,9 +93,15 @@ TEST_CASE("asio.use_awaitable.rethrows_the_launch_error" * doctest::timeout(30))
 TEST_CASE("asio.use_future" * doctest::timeout(30)) {
   Queue queue(Device::host());
   std::atomic<int> runs{0};
-  Executable exe = slow_exe(runs);
+  std::atomic<bool> open{false};
+  // Held until the test has looked: a busy machine may take any time between two lines.
+  Executable exe = host_exe("held", [&] {
+    while (!open) std::this_thread::sleep_for(1ms);
+    ++runs;
+  });
   std::future<void> done = async_wait(exe.launch(queue), asio::use_future);
   CHECK(done.wait_for(0s) == std::future_status::timeout);
+  open = true;
   done.get();
   CHECK(runs == 1);
 
