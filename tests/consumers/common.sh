@@ -20,6 +20,16 @@ skip() {
   exit 77
 }
 
+# output_matches PATTERN COMMAND...: whether COMMAND's output has a line matching the extended
+# regular expression PATTERN. The output is read whole first: `COMMAND | grep -q` under
+# pipefail fails at random when grep stops reading early and COMMAND dies of SIGPIPE.
+output_matches() {
+  local pattern=$1 output
+  shift
+  output=$("$@") || return 2
+  grep -qE -- "$pattern" <<<"$output"
+}
+
 # stage_install BUILD STAGE: `meson install` of BUILD into the empty DESTDIR STAGE; sets
 # prefix, libdir (absolute, under STAGE) and PKG_CONFIG_PATH for the installed copy.
 stage_install() {

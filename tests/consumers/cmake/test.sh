@@ -36,8 +36,8 @@ cmake -S app -B build -DCMAKE_PREFIX_PATH="$prefix" -DWITH_CUDA=ON -DCMAKE_CUDA_
 cmake --build build
 # [/readme]
 # One CUDA runtime, the shared one libcmdgraph uses: libcudart.so needed, no static copy inside.
-readelf -d build/app_cuda | grep -q 'NEEDED.*libcudart\.so' || { echo "app_cuda: no libcudart.so"; exit 1; }
-if nm --defined-only build/app_cuda | grep -qw cudaLaunchKernel; then
+output_matches 'NEEDED.*libcudart\.so' readelf -d build/app_cuda || { echo "app_cuda: no libcudart.so"; exit 1; }
+if output_matches '\bcudaLaunchKernel\b' nm --defined-only build/app_cuda; then
   echo "app_cuda carries a static CUDA runtime"
   exit 1
 fi

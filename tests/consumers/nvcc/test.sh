@@ -33,8 +33,8 @@ expect_error device_lambda.cu 'no matching function for call to' --extended-lamb
 # [readme:nvcc]
 nvcc -std=c++20 -cudart=shared -arch=sm_$gpu_arch app.cu -I"$prefix/include" -L"$libdir" -lcmdgraph -o app
 # [/readme]
-readelf -d app | grep -q 'NEEDED.*libcudart\.so' || { echo "app: no libcudart.so"; exit 1; }
-if nm --defined-only app | grep -qw cudaLaunchKernel; then
+output_matches 'NEEDED.*libcudart\.so' readelf -d app || { echo "app: no libcudart.so"; exit 1; }
+if output_matches '\bcudaLaunchKernel\b' nm --defined-only app; then
   echo "app carries a static CUDA runtime"
   exit 1
 fi

@@ -44,8 +44,8 @@ g++ app.cpp $(pkg-config --static --cflags --libs cmdgraph) -o app_static_flags
 ./app_static_flags
 
 if [[ -e $shared ]]; then
-  ldd app | grep -q "$soname => $libdir/$soname" || { ldd app; echo "app does not load $libdir/$soname"; exit 1; }
-elif readelf -d app | grep -q 'NEEDED.*libcmdgraph'; then
+  output_matches "$soname => $libdir/$soname" ldd app || { ldd app; echo "app does not load $libdir/$soname"; exit 1; }
+elif output_matches 'NEEDED.*libcmdgraph' readelf -d app; then
   echo "app depends on a shared libcmdgraph, but this build installed the static one"
   exit 1
 fi
