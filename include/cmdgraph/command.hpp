@@ -1,5 +1,8 @@
-// Command handles: cheap values naming one recorded command, with fluent edges and names.
+// Command handles: cheap values naming one recorded command, with fluent edges, names and
+// declared access.
 #pragma once
+
+#include <cmdgraph/memory.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -58,6 +61,37 @@ struct CommandRef {
 void add_edges(CommandRef child, const CommandRef* parents, std::size_t count);
 void set_name(CommandRef command, std::string_view name);
 std::string command_name(CommandRef command);
+
+/// How a command touches memory it declares.
+enum class AccessMode : unsigned char { read = 1, write = 2, read_write = 3 };
+/// One declaration, type-erased: the bytes touched, where the view was cut from (errors give
+/// element ranges from there) and an optional label for errors and DOT.
+struct AccessDeclaration {
+  const void* data;
+  std::size_t bytes;
+  const void* origin;
+  std::size_t element_size;
+  MemorySpace space;
+  int device;
+  AccessMode mode;
+  std::string_view label;
+};
+// Implemented by lib/record: validates the handle, the kind and the range, then records it.
+void declare_access(CommandRef command, const AccessDeclaration& access);
+
+template <class T>
+View<T> memory_view(const View<T>& v) noexcept {
+  return v;
+}
+template <class T>
+View<T> memory_view(const OwnedMemory<T>& m) noexcept {
+  return m.view();
+}
+template <class T>
+AccessDeclaration access_of(const View<T>& v, AccessMode mode, std::string_view label) noexcept {
+  return {v.data(), v.size_bytes(), v.origin(), sizeof(T), v.space(), v.device_ordinal(),
+          mode, label};
+}
 }  // namespace detail
 
 /// Anything that names a recorded command (Command and the typed handles).
@@ -134,6 +168,44 @@ class BasicCommand {
   /// named() on a temporary handle; returns it as an rvalue.
   Self&& named(std::string_view name) && { return std::move(named(name)); }
 
+  /// Declares that the command reads `memory`: a View, Buffer or HostBuffer, or a subview()
+  /// for part of one. `label` names it in hazard errors and DOT (else its address). Kernels,
+  /// parallel_for, host tasks and captures declare; copies and fills declare their source and
+  /// destination themselves; executed buffers and bodies carry their commands' access.
+  /// CompileOptions::hazards says what compile() makes of declarations.
+  /// \pre A valid handle of an open recording, a command of a kind that declares, memory
+  /// that is not null or empty (else Error naming the command, and nothing is recorded).
+  /// \post Returns this handle.
+  template <class Memory>
+  Self& reads(const Memory& memory, std::string_view label = {}) & {
+    return declare(memory, detail::AccessMode::read, label);
+  }
+  /// reads() on a temporary handle; returns it as an rvalue.
+  template <class Memory>
+  Self&& reads(const Memory& memory, std::string_view label = {}) && {
+    return std::move(reads(memory, label));
+  }
+  /// Declares that the command writes `memory`; as reads().
+  template <class Memory>
+  Self& writes(const Memory& memory, std::string_view label = {}) & {
+    return declare(memory, detail::AccessMode::write, label);
+  }
+  /// writes() on a temporary handle; returns it as an rvalue.
+  template <class Memory>
+  Self&& writes(const Memory& memory, std::string_view label = {}) && {
+    return std::move(writes(memory, label));
+  }
+  /// Declares that the command reads and writes `memory`; as reads().
+  template <class Memory>
+  Self& reads_writes(const Memory& memory, std::string_view label = {}) & {
+    return declare(memory, detail::AccessMode::read_write, label);
+  }
+  /// reads_writes() on a temporary handle; returns it as an rvalue.
+  template <class Memory>
+  Self&& reads_writes(const Memory& memory, std::string_view label = {}) && {
+    return std::move(reads_writes(memory, label));
+  }
+
   /// The name given by named(), else the kind and index, e.g. "parallel_for#3".
   /// \pre A valid handle of a live recording (else Error(invalid_handle) or
   /// Error(stale_handle)).
@@ -158,6 +230,11 @@ class BasicCommand {
 
  private:
   Self& self() noexcept { return static_cast<Self&>(*this); }
+  template <class Memory>
+  Self& declare(const Memory& memory, detail::AccessMode mode, std::string_view label) {
+    detail::declare_access(ref_, detail::access_of(detail::memory_view(memory), mode, label));
+    return self();
+  }
   detail::CommandRef ref_;
 };
 

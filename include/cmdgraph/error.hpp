@@ -28,6 +28,8 @@ enum class errc {
   no_device,         ///< the requested device does not exist
   out_of_memory,     ///< an allocation failed
   concurrent_use,    ///< two threads used one command buffer or executable at once
+  hazard,            ///< commands that touch the same memory, one writing, with no path
+                     ///< between them (CompileOptions::hazards); commands() lists them
 };
 
 /// The error category of errc ("cmdgraph").

@@ -33,6 +33,23 @@ enum class Backend : unsigned char {
 const char* to_string(Backend backend) noexcept;
 
 /// How compile() builds an executable.
+/// What compile() makes of the memory commands declare they read and write (reads(),
+/// writes(), reads_writes(); copies and fills declare theirs themselves). Two accesses
+/// conflict when their byte ranges overlap and one of them writes.
+enum class Hazards : unsigned char {
+  /// validate when any command declares access, off otherwise.
+  automatic,
+  /// Adds an edge for every conflicting pair, in recording order (read-after-write,
+  /// write-after-read, write-after-write), then reduces; explicit edges still apply.
+  infer,
+  /// Every conflicting pair must be ordered by a path of explicit edges, else compile()
+  /// throws Error(hazard) listing every unordered pair with both commands, what each touches
+  /// and the kind of hazard.
+  validate,
+  /// Declarations are kept but not checked.
+  off,
+};
+
 struct CompileOptions {
   /// Which backend lowers the plan.
   Backend backend = Backend::automatic;
@@ -41,6 +58,8 @@ struct CompileOptions {
   /// Record when each command starts and ends at every launch (Executable::last_profile):
   /// timed events around commands on CUDA, the steady clock on the host. Off: no cost at all.
   bool profile = false;
+  /// What the declared access does (see Hazards).
+  Hazards hazards = Hazards::automatic;
 };
 
 /// What write_dot draws besides commands and the edges kept by the transitive reduction.
@@ -62,6 +81,9 @@ struct ExecutableStats {
   std::size_t events = 0;          ///< CUDA events used (streams backend)
   std::size_t event_waits = 0;     ///< stream waits per launch (streams backend)
   std::size_t cross_stream_edges = 0;  ///< reduced edges between different streams
+  std::size_t accesses_declared = 0;   ///< reads()/writes() declarations, bodies included
+  std::size_t edges_inferred = 0;      ///< edges Hazards::infer added (before reduction)
+  std::size_t pairs_validated = 0;     ///< conflicting pairs found ordered (Hazards::validate)
   /// Milliseconds spent building the plan, lowering it for the backend, and instantiating
   /// it (the CUDA graph backend; 0 elsewhere).
   ///@{

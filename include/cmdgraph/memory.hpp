@@ -49,14 +49,15 @@ class View {
   /// \pre The memory is where `space` and `device` say; nothing checks it. Throws
   /// Error(invalid_argument) when `size` elements do not fit in size_t bytes.
   View(T* data, std::size_t size, MemorySpace space, int device)
-      : data_(data), size_(size), space_(space), device_(device) {
+      : data_(data), origin_(data), size_(size), space_(space), device_(device) {
     detail::checked_bytes(size, sizeof(T), "a view");
   }
   /// A view of const T from a view of T.
   template <class U>
     requires(std::is_same_v<const U, T> && !std::is_const_v<U>)
   View(const View<U>& other) noexcept
-      : View(other.data(), other.size(), other.space(), other.device_ordinal()) {}
+      : data_(other.data()), origin_(other.origin()), size_(other.size()), space_(other.space()),
+        device_(other.device_ordinal()) {}
 
   /// The first element.
   T* data() const noexcept { return data_; }
@@ -64,6 +65,9 @@ class View {
   std::size_t size() const noexcept { return size_; }
   /// size() * sizeof(T).
   std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  /// The first element of the view this one was cut from by subview() (data() unless it is a
+  /// subview): errors about declared access give element ranges from there.
+  T* origin() const noexcept { return origin_; }
   /// Where the memory lives.
   MemorySpace space() const noexcept { return space_; }
   /// The CUDA device of device memory; -1 for host and pinned memory.
@@ -79,11 +83,14 @@ class View {
                                               std::to_string(count) + ") of a view of " +
                                               std::to_string(size_) + " elements");
     }
-    return View(data_ ? data_ + offset : nullptr, count, space_, device_);
+    View part(data_ ? data_ + offset : nullptr, count, space_, device_);
+    part.origin_ = origin_;
+    return part;
   }
 
  private:
   T* data_ = nullptr;
+  T* origin_ = nullptr;
   std::size_t size_ = 0;
   MemorySpace space_ = MemorySpace::host;
   int device_ = -1;

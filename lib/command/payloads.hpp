@@ -3,6 +3,7 @@
 // Payload, so the kind is never stored twice and std::visit reaches every kind.
 #pragma once
 
+#include "command/memory_access.hpp"
 #include "command/argument_store.hpp"
 #include "command/kind_traits.hpp"
 
@@ -12,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace cmdgraph::detail {
 
@@ -25,7 +27,7 @@ class Recording;   // record/: a sealed secondary buffer or loop body; backends 
 struct KernelPayload {
   static constexpr KindTraits traits{.kind = CommandKind::kernel, .name = "kernel",
                                      .dot_shape = "box", .runs_device_code = true,
-                                     .updatable = true};
+                                     .updatable = true, .declares_access = true};
   const void* function;             // the __global__ function's host stub
   ArgumentStore::Slot config;       // LaunchConfig
   ArgumentStore::Slot first_param;  // then param_count consecutive slots
@@ -36,7 +38,7 @@ struct KernelPayload {
 struct ParallelForPayload {
   static constexpr KindTraits traits{.kind = CommandKind::parallel_for, .name = "parallel_for",
                                      .dot_shape = "box", .runs_device_code = true,
-                                     .updatable = true};
+                                     .updatable = true, .declares_access = true};
   ArgumentStore::Slot functor;  // the kernel's (f, n): functor, then the count (std::size_t)
   HostInvoke host;              // null when the functor has no host version
   const void* device_kernel;    // null when not recorded in a CUDA translation unit
@@ -48,17 +50,22 @@ struct CopyPayload {
   static constexpr KindTraits traits{.kind = CommandKind::copy, .name = "copy",
                                      .dot_shape = "cds", .updatable = true};
   ArgumentStore::Slot spec;  // CopySpec
+  /// Reads its source, writes its destination.
+  void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
 };
 
 struct FillPayload {
   static constexpr KindTraits traits{.kind = CommandKind::fill, .name = "fill",
                                      .dot_shape = "box3d", .updatable = true};
   ArgumentStore::Slot spec;  // FillSpec
+  /// Writes its destination.
+  void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
 };
 
 struct HostPayload {
   static constexpr KindTraits traits{.kind = CommandKind::host, .name = "host",
-                                     .dot_shape = "ellipse", .in_device_loop = false};
+                                     .dot_shape = "ellipse", .in_device_loop = false,
+                                     .declares_access = true};
   std::shared_ptr<HostTask> task;  // shared by the recording and every executable
 };
 
@@ -85,7 +92,7 @@ struct NestedPayload {
 struct CapturePayload {
   static constexpr KindTraits traits{.kind = CommandKind::capture, .name = "capture",
                                      .dot_shape = "component", .runs_device_code = true,
-                                     .in_device_loop = false};
+                                     .in_device_loop = false, .declares_access = true};
   std::shared_ptr<CaptureTask> task;
 };
 
@@ -127,7 +134,13 @@ using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, Fil
 struct CommandRecord {
   Payload payload;
   std::string name;
+  std::vector<MemoryAccess> access;  // declared by reads()/writes(); the plan adds the implied ones
 };
+
+/// Appends what command `payload` touches by its nature (a copy's source and destination, a
+/// fill's destination) to `out`; nothing for other kinds.
+void add_implied_access(const Payload& payload, const ArgumentStore& values,
+                        std::vector<MemoryAccess>& out);
 
 /// The facts of every kind, indexed by CommandKind.
 inline constexpr auto kind_table = []<std::size_t... I>(std::index_sequence<I...>) {

@@ -37,6 +37,7 @@ const char* to_string(errc e) noexcept {
     case errc::no_device: return "no such device";
     case errc::out_of_memory: return "out of memory";
     case errc::concurrent_use: return "concurrent use";
+    case errc::hazard: return "hazard";
   }
   return "unknown";
 }

@@ -2,6 +2,7 @@
 // critical path; nested recordings get plans of their own.
 #include "plan/plan.hpp"
 
+#include "plan/hazards.hpp"
 #include "plan/order.hpp"
 #include "record/recording.hpp"
 
@@ -15,14 +16,8 @@ namespace {
 
 std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {
   std::vector<Edge> sorted = edges;
-  std::sort(sorted.begin(), sorted.end(), [](const Edge& a, const Edge& b) {
-    return a.parent != b.parent ? a.parent < b.parent : a.child < b.child;
-  });
-  sorted.erase(std::unique(sorted.begin(), sorted.end(),
-                           [](const Edge& a, const Edge& b) {
-                             return a.parent == b.parent && a.child == b.child;
-                           }),
-               sorted.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   return sorted;
 }
 
@@ -68,7 +63,7 @@ void compute_levels(Plan& plan) {
 
 using PlanCache = std::map<const Recording*, std::shared_ptr<const Plan>>;
 
-std::shared_ptr<const Plan> build(const Recording& rec, PlanCache& cache) {
+std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCache& cache) {
   if (const auto hit = cache.find(&rec); hit != cache.end()) return hit->second;
   auto plan = std::make_shared<Plan>();
   plan->recording_id = rec.id();
@@ -77,7 +72,16 @@ std::shared_ptr<const Plan> build(const Recording& rec, PlanCache& cache) {
   plan->arguments = rec.arguments();
   const std::size_t n = plan->commands.size();
 
+  // Bodies first: their commands' access is part of the commands that run them. They recurse
+  // at most max_nesting_depth levels deep (the recording refused deeper).
+  plan->bodies.resize(n);
+  for (std::uint32_t c = 0; c < n; ++c) {
+    if (const auto* body = body_of(plan->payload(c))) plan->bodies[c] = build(**body, hazards, cache);
+  }
+  collect_access(*plan, hazards);
+
   plan->edges = distinct_edges(rec.edges());
+  if (plan->hazards.applied == Hazards::infer) infer_edges(*plan);
   OrderResult ordered = topological_order(n, plan->edges);
   if (!ordered.cycle.empty()) report_cycle(*plan, ordered.cycle);
   plan->order = std::move(ordered.order);
@@ -95,12 +99,7 @@ std::shared_ptr<const Plan> build(const Recording& rec, PlanCache& cache) {
   plan->children = Adjacency::from_pairs(n, down);
   plan->parents = Adjacency::from_pairs(n, up);
   compute_levels(*plan);
-
-  // Bodies recurse, at most max_nesting_depth levels deep (the recording refused deeper).
-  plan->bodies.resize(n);
-  for (std::uint32_t c = 0; c < n; ++c) {
-    if (const auto* body = body_of(plan->payload(c))) plan->bodies[c] = build(**body, cache);
-  }
+  if (plan->hazards.applied == Hazards::validate) validate_edges(*plan);
   cache.emplace(&rec, plan);
   return plan;
 }
@@ -128,9 +127,9 @@ std::optional<std::string> find_command(const Plan& plan, CommandKind kind) {
   return find_command_in(plan, [kind](CommandKind k) { return k == kind; }, plan);
 }
 
-std::shared_ptr<const Plan> build_plan(const Recording& recording) {
+std::shared_ptr<const Plan> build_plan(const Recording& recording, Hazards hazards) {
   PlanCache cache;
-  return build(recording, cache);
+  return build(recording, hazards, cache);
 }
 
 }  // namespace cmdgraph::detail

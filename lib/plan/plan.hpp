@@ -8,6 +8,7 @@
 #include "command/edge.hpp"
 #include "command/payloads.hpp"
 #include "plan/adjacency.hpp"
+#include "plan/hazards.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -34,6 +35,7 @@ struct Plan {
   std::vector<std::uint64_t> bottom;    // weight of the heaviest path from c to a sink, c included
   std::vector<std::uint32_t> critical_path;  // a heaviest source-to-sink path
   std::vector<std::shared_ptr<const Plan>> bodies;  // per command: the plan of its body, if any
+  HazardSummary hazards;                // what the access analysis did (commands hold access)
 
   std::size_t size() const noexcept { return commands.size(); }
   const CommandRecord& command(std::uint32_t c) const { return commands[c]; }
@@ -44,10 +46,12 @@ struct Plan {
   const Plan* body(std::uint32_t c) const noexcept { return bodies[c].get(); }
 };
 
-/// Builds the plan of a recording and of every recording it executes (each once). Throws
-/// Error(cycle) naming the whole cycle. Iterative over commands: a 100,000-command chain is
-/// fine; bodies nest at most max_nesting_depth levels (the recording checked that).
-std::shared_ptr<const Plan> build_plan(const Recording& recording);
+/// Builds the plan of a recording and of every recording it executes (each once), with the
+/// access analysis `hazards` asks for (plan/hazards.hpp). Throws Error(cycle) naming the whole
+/// cycle, Error(hazard) listing unordered conflicts. Iterative over commands: a 100,000-command
+/// chain is fine; bodies nest at most max_nesting_depth levels (the recording checked that).
+std::shared_ptr<const Plan> build_plan(const Recording& recording,
+                                       Hazards hazards = Hazards::automatic);
 
 /// How errors and traces name command `c` of `plan` in an executable whose top plan is
 /// `root`: its own name at the top level, "buffer/name" inside executed buffers.

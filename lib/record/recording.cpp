@@ -113,6 +113,33 @@ void Recording::set_name(std::uint32_t index, std::string_view name) {
                                        : std::string(name);
 }
 
+void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
+  require_open("declare access");
+  const CommandKind kind = kind_of(commands_[index].payload);
+  const std::string& name = commands_[index].name;
+  if (!traits(kind).declares_access) {
+    throw Error(errc::invalid_argument,
+                "command " + quoted(name) + " is a " + std::string(traits(kind).name) +
+                    ", which cannot declare access: copies and fills declare their memory "
+                    "themselves, executed buffers and bodies their commands'",
+                {name});
+  }
+  if (!d.data || d.bytes == 0) {
+    throw Error(errc::invalid_argument,
+                "command " + quoted(name) + " declares that it " + verb(d.mode) + " " +
+                    (d.data ? "an empty view" : "a null view") + "; declare the memory it touches",
+                {name});
+  }
+  const auto begin = reinterpret_cast<std::uintptr_t>(d.data);
+  commands_[index].access.push_back(
+      {.begin = begin,
+       .end = begin + d.bytes,
+       .origin = reinterpret_cast<std::uintptr_t>(d.origin ? d.origin : d.data),
+       .element_size = static_cast<std::uint32_t>(d.element_size),
+       .mode = d.mode,
+       .label = std::string(d.label)});
+}
+
 Recording::UseGuard::UseGuard(const Recording& rec) : rec_(rec) {
   if (rec_.users_.fetch_add(1) != 0 || rec_.readers_.load() != 0) {
     rec_.users_.fetch_sub(1);
@@ -209,6 +236,12 @@ void set_name(CommandRef command, std::string_view name) {
   const Recording::UseGuard guard(rec);
   rec.require_command(command);
   rec.set_name(command.index, name);
+}
+
+void declare_access(CommandRef command, const AccessDeclaration& access) {
+  Recording& rec = resolve(command);
+  const Recording::UseGuard guard(rec);
+  rec.add_access(command.index, access);
 }
 
 std::string command_name(CommandRef command) {

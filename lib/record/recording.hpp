@@ -54,6 +54,9 @@ class Recording {
   /// Error(invalid_handle) unless `ref` (a handle of this recording) names one of its
   /// commands. Call with a UseGuard or ReadGuard held.
   void require_command(CommandRef ref) const;
+  /// Records what command `index` declares it touches; Error naming it for a kind that does
+  /// not declare, or null or empty memory.
+  void add_access(std::uint32_t index, const AccessDeclaration& access);
 
   /// The command's name: its own, or "kind#index".
   const std::string& command_name(std::uint32_t index) const { return commands_[index].name; }

@@ -72,6 +72,16 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
 #endif
 }
 
+// Declared accesses, inferred edges and validated pairs of the plan and every body in it.
+void add_hazard_counts(const detail::Plan& plan, ExecutableStats& stats) {
+  stats.accesses_declared += plan.hazards.declared;
+  stats.edges_inferred += plan.hazards.inferred.size();
+  stats.pairs_validated += plan.hazards.validated;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (const detail::Plan* body = plan.body(c)) add_hazard_counts(*body, stats);
+  }
+}
+
 }  // namespace
 
 Executable compile(CommandBuffer& commands, Device device, const CompileOptions& options) {
@@ -81,10 +91,11 @@ Executable compile(CommandBuffer& commands, Device device, const CompileOptions&
 
   ExecutableStats stats;
   const auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<const detail::Plan> plan = detail::build_plan(*rec);
+  std::shared_ptr<const detail::Plan> plan = detail::build_plan(*rec, options.hazards);
   stats.plan_ms = ms_since(start);
   stats.commands = plan->size();
-  stats.edges_recorded = plan->edges.size();
+  stats.edges_recorded = plan->edges.size() - plan->hazards.inferred.size();
+  add_hazard_counts(*plan, stats);
   stats.edges_reduced = plan->children.edges();
   stats.levels = plan->level_count;
 

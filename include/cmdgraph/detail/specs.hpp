@@ -55,6 +55,7 @@ struct MemoryRange {
   int device;
   std::size_t count;         // the command's count, in elements, as given
   std::size_t element_size;  // bytes per element
+  const void* origin;        // where the view was cut from (View::origin), for hazard errors
 };
 
 struct CopySpec {
@@ -99,7 +100,7 @@ template <class T>
 MemoryRange memory_range(const View<T>& v, std::size_t count) noexcept {
   const bool fits = count <= v.size();
   return {const_cast<void*>(static_cast<const void*>(v.data())), fits ? count * sizeof(T) : 0,
-          v.size_bytes(), v.space(), v.device_ordinal(), count, sizeof(T)};
+          v.size_bytes(), v.space(), v.device_ordinal(), count, sizeof(T), v.origin()};
 }
 
 }  // namespace cmdgraph::detail

@@ -1,0 +1,66 @@
+// MemoryAccess: how it is described in errors and DOT, and the access copies and fills imply.
+#include "command/memory_access.hpp"
+
+#include "command/payloads.hpp"
+
+#include <cstdio>
+#include <variant>
+
+namespace cmdgraph::detail {
+namespace {
+
+std::string address(std::uintptr_t p) {
+  char text[2 + 2 * sizeof(p) + 1];
+  std::snprintf(text, sizeof(text), "0x%jx", static_cast<std::uintmax_t>(p));
+  return text;
+}
+
+MemoryAccess access_of(const MemoryRange& range, AccessMode mode) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(range.data);
+  return {.begin = begin,
+          .end = begin + range.bytes,
+          .origin = reinterpret_cast<std::uintptr_t>(range.origin ? range.origin : range.data),
+          .element_size = static_cast<std::uint32_t>(range.element_size ? range.element_size : 1),
+          .mode = mode};
+}
+
+}  // namespace
+
+std::string MemoryAccess::describe() const { return describe(begin, end); }
+
+std::string MemoryAccess::describe(std::uintptr_t from, std::uintptr_t to) const {
+  const std::uintptr_t first = (from - origin) / element_size;
+  const std::uintptr_t last = (to - origin + element_size - 1) / element_size;
+  return (label.empty() ? address(origin) : label) + "[" + std::to_string(first) + ", " +
+         std::to_string(last) + ")";
+}
+
+const char* verb(AccessMode mode) noexcept {
+  switch (mode) {
+    case AccessMode::read: return "reads";
+    case AccessMode::write: return "writes";
+    case AccessMode::read_write: break;
+  }
+  return "reads and writes";
+}
+
+void CopyPayload::implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const {
+  const auto& copy = values.get<CopySpec>(spec);
+  out.push_back(access_of(copy.src, AccessMode::read));
+  out.push_back(access_of(copy.dst, AccessMode::write));
+}
+
+void FillPayload::implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const {
+  out.push_back(access_of(values.get<FillSpec>(spec).dst, AccessMode::write));
+}
+
+void add_implied_access(const Payload& payload, const ArgumentStore& values,
+                        std::vector<MemoryAccess>& out) {
+  std::visit(
+      [&](const auto& p) {
+        if constexpr (requires { p.implied_access(values, out); }) p.implied_access(values, out);
+      },
+      payload);
+}
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,265 @@
+// Hazards: the interval sweep that finds each command's immediate conflicts, and the two uses
+// of it: inferring edges in recording order, validating the recorded ones in their own order.
+#include "plan/hazards.hpp"
+
+#include "plan/plan.hpp"
+
+#include <cmdgraph/error.hpp>
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <tuple>
+
+namespace cmdgraph::detail {
+namespace {
+
+struct Toucher {
+  std::uint32_t command, access;
+};
+
+// A maximal range of bytes touched alike so far: its last writer and the readers since.
+struct Segment {
+  std::uintptr_t end;
+  std::optional<Toucher> writer;
+  std::vector<Toucher> readers;
+};
+
+class Sweep {
+ public:
+  explicit Sweep(const std::vector<std::vector<MemoryAccess>>& access) : access_(access) {}
+
+  // Records every conflict of command c with what came before it, then what c touches.
+  void visit(std::uint32_t c, std::vector<Conflict>& out) {
+    const std::size_t first_of_c = out.size();
+    for (std::uint32_t a = 0; a < access_[c].size(); ++a) touch({c, a}, out);
+    merge_ranges(out, first_of_c);
+  }
+
+ private:
+  void touch(Toucher t, std::vector<Conflict>& out) {
+    const MemoryAccess& x = access_[t.command][t.access];
+    if (x.begin >= x.end) return;
+    split_at(x.begin);
+    split_at(x.end);
+    fill_gaps(x.begin, x.end);
+    for (auto it = segments_.lower_bound(x.begin); it != segments_.end() && it->first < x.end;
+         ++it) {
+      Segment& s = it->second;
+      const auto conflict = [&](Toucher earlier) {
+        if (earlier.command != t.command) {
+          out.push_back({earlier.command, t.command, earlier.access, t.access, it->first, s.end});
+        }
+      };
+      if (s.writer) conflict(*s.writer);
+      if (x.writes()) {
+        for (const Toucher& r : s.readers) conflict(r);
+        s.writer = t;
+        s.readers.clear();
+      } else if (s.readers.empty() || s.readers.back().command != t.command) {
+        s.readers.push_back(t);
+      }
+    }
+  }
+
+  // Splits the segment that strictly contains `at`, so a segment starts there.
+  void split_at(std::uintptr_t at) {
+    auto it = segments_.upper_bound(at);
+    if (it == segments_.begin()) return;
+    --it;
+    if (it->first < at && at < it->second.end) {
+      Segment tail = it->second;
+      it->second.end = at;
+      segments_.emplace_hint(std::next(it), at, std::move(tail));
+    }
+  }
+
+  // Makes untouched bytes of [begin, end) segments of their own, with no one behind them.
+  void fill_gaps(std::uintptr_t begin, std::uintptr_t end) {
+    std::uintptr_t at = begin;
+    auto it = segments_.lower_bound(begin);
+    while (at < end) {
+      const std::uintptr_t next = (it == segments_.end() || it->first >= end) ? end : it->first;
+      if (at < next) it = std::next(segments_.emplace_hint(it, at, Segment{next, {}, {}}));
+      if (it == segments_.end() || it->first >= end) break;
+      at = it->second.end;
+      ++it;
+    }
+  }
+
+  // One conflict per pair of accesses: adjacent segments gave several, merged into one range.
+  static void merge_ranges(std::vector<Conflict>& out, std::size_t from) {
+    const auto key = [](const Conflict& k) {
+      return std::tuple(k.first, k.first_access, k.second_access);
+    };
+    std::sort(out.begin() + static_cast<std::ptrdiff_t>(from), out.end(),
+              [&](const Conflict& a, const Conflict& b) {
+                return key(a) != key(b) ? key(a) < key(b) : a.begin < b.begin;
+              });
+    std::size_t kept = from;
+    for (std::size_t i = from; i < out.size(); ++i) {
+      if (kept > from && key(out[kept - 1]) == key(out[i])) {
+        out[kept - 1].begin = std::min(out[kept - 1].begin, out[i].begin);
+        out[kept - 1].end = std::max(out[kept - 1].end, out[i].end);
+      } else {
+        out[kept++] = out[i];
+      }
+    }
+    out.resize(kept);
+  }
+
+  const std::vector<std::vector<MemoryAccess>>& access_;
+  std::map<std::uintptr_t, Segment> segments_;  // by first byte; never overlapping
+};
+
+std::vector<std::vector<MemoryAccess>> access_lists(const Plan& plan) {
+  std::vector<std::vector<MemoryAccess>> lists;
+  lists.reserve(plan.size());
+  for (const CommandRecord& r : plan.commands) lists.push_back(r.access);
+  return lists;
+}
+
+bool declares_anywhere(const Plan& plan) {
+  if (plan.hazards.declared > 0) return true;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (const Plan* body = plan.body(c); body && declares_anywhere(*body)) return true;
+  }
+  return false;
+}
+
+// An unordered pair has no direction of its own: errors give it in recording order.
+Conflict in_recording_order(Conflict k) {
+  if (k.first > k.second) {
+    std::swap(k.first, k.second);
+    std::swap(k.first_access, k.second_access);
+  }
+  return k;
+}
+
+std::string describe(const Plan& plan, const Conflict& k) {
+  const MemoryAccess& a = plan.command(k.first).access[k.first_access];
+  const MemoryAccess& b = plan.command(k.second).access[k.second_access];
+  return "command '" + plan.name(k.first) + "' " + verb(a.mode) + " " + a.describe() +
+         " while '" + plan.name(k.second) + "' " + verb(b.mode) + " " + b.describe() +
+         " with no path between them (" + hazard_kind(a, b) + ")";
+}
+
+}  // namespace
+
+std::vector<Conflict> immediate_conflicts(const std::vector<std::vector<MemoryAccess>>& access,
+                                          const std::vector<std::uint32_t>& sequence) {
+  Sweep sweep(access);
+  std::vector<Conflict> out;
+  for (std::uint32_t c : sequence) sweep.visit(c, out);
+  return out;
+}
+
+const char* hazard_kind(const MemoryAccess& first, const MemoryAccess& second) noexcept {
+  if (first.writes() && second.reads()) return "read-after-write";
+  if (first.writes()) return "write-after-write";
+  return "write-after-read";
+}
+
+void collect_access(Plan& plan, Hazards requested) {
+  plan.hazards.requested = requested;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    std::vector<MemoryAccess>& access = plan.commands[c].access;
+    plan.hazards.declared += access.size();
+    add_implied_access(plan.payload(c), plan.arguments, access);
+    if (const Plan* body = plan.body(c)) {
+      for (const CommandRecord& r : body->commands) {
+        access.insert(access.end(), r.access.begin(), r.access.end());
+      }
+    }
+  }
+  plan.hazards.applied = requested != Hazards::automatic ? requested
+                         : declares_anywhere(plan)       ? Hazards::validate
+                                                         : Hazards::off;
+}
+
+void infer_edges(Plan& plan) {
+  std::vector<std::uint32_t> recording_order(plan.size());
+  std::iota(recording_order.begin(), recording_order.end(), 0u);
+  const std::vector<Conflict> conflicts =
+      immediate_conflicts(access_lists(plan), recording_order);
+  const std::vector<Edge>& recorded = plan.edges;  // sorted and distinct
+  std::vector<Edge>& inferred = plan.hazards.inferred;
+  for (const Conflict& k : conflicts) {
+    const Edge e{k.first, k.second};
+    if (!std::binary_search(recorded.begin(), recorded.end(), e)) inferred.push_back(e);
+  }
+  std::sort(inferred.begin(), inferred.end());
+  inferred.erase(std::unique(inferred.begin(), inferred.end()), inferred.end());
+  plan.edges.insert(plan.edges.end(), inferred.begin(), inferred.end());
+  std::inplace_merge(plan.edges.begin(), plan.edges.end() - static_cast<std::ptrdiff_t>(inferred.size()),
+                     plan.edges.end());
+}
+
+void validate_edges(Plan& plan) {
+  std::vector<Conflict> conflicts = immediate_conflicts(access_lists(plan), plan.order);
+  // Grouped by the later command: one backward search from it, bounded by the earliest
+  // position among its partners, answers all of them.
+  std::stable_sort(conflicts.begin(), conflicts.end(), [&](const Conflict& a, const Conflict& b) {
+    return plan.position[a.second] < plan.position[b.second];
+  });
+  std::vector<std::uint32_t> seen(plan.size(), 0);
+  std::uint32_t stamp = 0;
+  std::vector<std::uint32_t> stack;
+  std::vector<Conflict> unordered;
+  for (std::size_t i = 0; i < conflicts.size();) {
+    const std::uint32_t later = conflicts[i].second;
+    std::size_t j = i;
+    std::uint32_t floor = plan.position[later];
+    for (; j < conflicts.size() && conflicts[j].second == later; ++j) {
+      floor = std::min(floor, plan.position[conflicts[j].first]);
+    }
+    ++stamp;
+    stack.assign(1, later);
+    seen[later] = stamp;
+    while (!stack.empty()) {
+      const std::uint32_t v = stack.back();
+      stack.pop_back();
+      for (std::uint32_t p : plan.parents[v]) {
+        if (seen[p] != stamp && plan.position[p] >= floor) {
+          seen[p] = stamp;
+          stack.push_back(p);
+        }
+      }
+    }
+    for (; i < j; ++i) {
+      if (seen[conflicts[i].first] == stamp) {
+        ++plan.hazards.validated;
+      } else {
+        unordered.push_back(in_recording_order(conflicts[i]));
+      }
+    }
+  }
+  if (unordered.empty()) return;
+  std::sort(unordered.begin(), unordered.end(), [](const Conflict& a, const Conflict& b) {
+    return std::tie(a.second, a.first, a.second_access, a.first_access) <
+           std::tie(b.second, b.first, b.second_access, b.first_access);
+  });
+
+  constexpr std::size_t listed = 50;
+  std::string message = "command buffer '" + plan.buffer_name + "' has " +
+                        std::to_string(unordered.size()) +
+                        (unordered.size() == 1 ? " hazard" : " hazards") +
+                        " (commands touching the same memory, one writing, unordered):";
+  std::vector<std::string> names;
+  for (std::size_t k = 0; k < unordered.size(); ++k) {
+    if (k < listed) message += "\n  " + describe(plan, unordered[k]);
+    for (std::uint32_t c : {unordered[k].first, unordered[k].second}) {
+      if (std::find(names.begin(), names.end(), plan.name(c)) == names.end()) {
+        names.push_back(plan.name(c));
+      }
+    }
+  }
+  if (unordered.size() > listed) {
+    message += "\n  and " + std::to_string(unordered.size() - listed) + " more";
+  }
+  throw Error(errc::hazard, message, std::move(names));
+}
+
+}  // namespace cmdgraph::detail

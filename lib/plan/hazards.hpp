@@ -1,0 +1,58 @@
+// Hazards: which commands of a plan touch the same memory, one of them writing, and what
+// compile() makes of it (CompileOptions::hazards): edges inferred in recording order, or a
+// check that the explicit edges order every such pair. One analysis for every backend.
+#pragma once
+
+#include "command/memory_access.hpp"
+#include "command/edge.hpp"
+
+#include <cmdgraph/executable.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cmdgraph::detail {
+
+struct Plan;
+
+/// Two commands whose accesses overlap, one of them writing. `first` comes before `second`
+/// in the order the analysis swept.
+struct Conflict {
+  std::uint32_t first, second;                // commands
+  std::uint32_t first_access, second_access;  // indices into their access lists
+  std::uintptr_t begin, end;                  // the overlapping bytes
+};
+
+/// The conflicts each command has with the latest earlier commands touching the same bytes,
+/// sweeping commands in `sequence`: the last writer of every part a command touches, and when
+/// it writes, the readers since. Ordering each of these pairs (first before second) orders
+/// every conflicting pair: the rest follow through the writers in between. Runs in time
+/// linear in the accesses and the conflicts, with an interval map per address range.
+std::vector<Conflict> immediate_conflicts(const std::vector<std::vector<MemoryAccess>>& access,
+                                          const std::vector<std::uint32_t>& sequence);
+
+/// "read-after-write", "write-after-read" or "write-after-write", as `first` then `second`.
+const char* hazard_kind(const MemoryAccess& first, const MemoryAccess& second) noexcept;
+
+/// What the analysis did to a plan, bodies not included.
+struct HazardSummary {
+  Hazards requested = Hazards::automatic;  // as compile() was asked (update re-plans alike)
+  Hazards applied = Hazards::off;          // what it resolved to
+  std::size_t declared = 0;                // declared accesses of the plan's own commands
+  std::vector<Edge> inferred;              // edges infer added, not among the recorded ones
+  std::size_t validated = 0;               // conflicting pairs found ordered
+};
+
+/// Fills every command's access in `plan` (declared, implied by copies and fills, its body's
+/// for commands with one) and resolves the mode: automatic is validate when `plan` or a body
+/// declares access.
+void collect_access(Plan& plan, Hazards requested);
+/// Hazards::infer: the edges that order every conflicting pair in recording order, before
+/// the plan is ordered; appends them to plan.edges and records them.
+void infer_edges(Plan& plan);
+/// Hazards::validate, on an ordered and reduced plan: throws Error(hazard) listing every
+/// immediate conflict no path of edges orders (both commands, what each touches, the kind).
+void validate_edges(Plan& plan);
+
+}  // namespace cmdgraph::detail

@@ -1,0 +1,310 @@
+// Declared access (issue 14): a brute-force oracle over random programs (every conflicting
+// pair computed directly, the closure of the edges by search) against validate and infer;
+// the ticket oracle with inferred edges only; record-time refusals; messages word for word.
+#include "plan/hazards.hpp"
+#include "plan/plan.hpp"
+#include "support/expect_error.hpp"
+
+#include <cmdgraph/cmdgraph.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <set>
+#include <vector>
+
+using namespace cmdgraph;
+using cmdgraph::testing::mentions;
+using detail::Plan;
+
+namespace {
+
+// One access of a random program: elements [begin, end) of buffer `buffer`.
+struct Touch {
+  int buffer;
+  std::size_t begin, end;
+  detail::AccessMode mode;
+};
+
+struct Program {
+  std::vector<std::vector<Touch>> touches;          // per command
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;  // explicit, forward
+};
+
+constexpr std::size_t elements = 16;
+
+Program random_program(std::mt19937& rng) {
+  Program p;
+  const std::size_t n = 2 + rng() % 13;
+  p.touches.resize(n);
+  for (auto& t : p.touches) {
+    for (std::size_t k = rng() % 4; k > 0; --k) {
+      const std::size_t a = rng() % elements, b = rng() % elements;
+      const auto mode = static_cast<detail::AccessMode>(1 + rng() % 3);
+      t.push_back({static_cast<int>(rng() % 3), std::min(a, b), std::max(a, b) + 1, mode});
+    }
+  }
+  const unsigned density = rng() % 60;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t j = i + 1; j < n; ++j) {
+      if (rng() % 100 < density) p.edges.emplace_back(i, j);
+    }
+  }
+  return p;
+}
+
+bool writes(detail::AccessMode m) { return (static_cast<unsigned>(m) & 2u) != 0; }
+
+bool conflict(const std::vector<Touch>& a, const std::vector<Touch>& b) {
+  for (const Touch& x : a) {
+    for (const Touch& y : b) {
+      if (x.buffer == y.buffer && x.begin < y.end && y.begin < x.end &&
+          (writes(x.mode) || writes(y.mode))) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// reach[i][j]: a path of `edges` leads from i to j.
+std::vector<std::vector<bool>> closure(std::size_t n,
+                                       const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges) {
+  std::vector<std::vector<std::uint32_t>> out(n);
+  for (const auto& [a, b] : edges) out[a].push_back(b);
+  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+  for (std::uint32_t s = 0; s < n; ++s) {
+    std::vector<std::uint32_t> stack{s};
+    while (!stack.empty()) {
+      const std::uint32_t v = stack.back();
+      stack.pop_back();
+      for (std::uint32_t k : out[v]) {
+        if (!reach[s][k]) {
+          reach[s][k] = true;
+          stack.push_back(k);
+        }
+      }
+    }
+  }
+  return reach;
+}
+
+using Pairs = std::set<std::pair<std::uint32_t, std::uint32_t>>;
+
+// Conflicting pairs (i < j) no path orders, either way.
+Pairs unordered_conflicts(const Program& p,
+                          const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges) {
+  const auto reach = closure(p.touches.size(), edges);
+  Pairs out;
+  for (std::uint32_t i = 0; i < p.touches.size(); ++i) {
+    for (std::uint32_t j = i + 1; j < p.touches.size(); ++j) {
+      if (conflict(p.touches[i], p.touches[j]) && !reach[i][j] && !reach[j][i]) out.emplace(i, j);
+    }
+  }
+  return out;
+}
+
+struct Memory {
+  std::vector<Buffer<int>> buffers;
+  Memory() {
+    for (int b = 0; b < 3; ++b) buffers.emplace_back(Device::host(), elements);
+  }
+};
+
+void record(CommandBuffer& cmd, const Program& p, const Memory& m,
+            std::vector<std::atomic<int>>* tickets = nullptr, std::atomic<int>* counter = nullptr) {
+  std::vector<Command> c;
+  for (std::size_t i = 0; i < p.touches.size(); ++i) {
+    Command h = cmd.host([tickets, counter, i] {
+      if (tickets) (*tickets)[i] = (*counter)++;
+    });
+    for (const Touch& t : p.touches[i]) {
+      const View<int> v = m.buffers[static_cast<std::size_t>(t.buffer)].subview(t.begin, t.end - t.begin);
+      switch (t.mode) {
+        case detail::AccessMode::read: h.reads(v); break;
+        case detail::AccessMode::write: h.writes(v); break;
+        case detail::AccessMode::read_write: h.reads_writes(v); break;
+      }
+    }
+    c.push_back(h);
+  }
+  for (const auto& [a, b] : p.edges) c[b].after(c[a]);
+}
+
+std::shared_ptr<const Plan> plan_of(const CommandBuffer& cmd, Hazards hazards) {
+  return detail::build_plan(*detail::recording_of(cmd), hazards);
+}
+
+}  // namespace
+
+TEST_CASE("hazards.validate_agrees_with_the_oracle" * doctest::timeout(120)) {
+  std::mt19937 rng(14);
+  const Memory memory;
+  int refused = 0;
+  for (int round = 0; round < 600; ++round) {
+    const Program p = random_program(rng);
+    CommandBuffer cmd("random");
+    record(cmd, p, memory);
+    const Pairs expected = unordered_conflicts(p, p.edges);
+    // What validate reports, from the analysis itself on the unchecked plan.
+    const auto plan = plan_of(cmd, Hazards::off);
+    Pairs reported;
+    std::vector<std::vector<detail::MemoryAccess>> access;
+    for (const auto& r : plan->commands) access.push_back(r.access);
+    const auto reach = closure(p.touches.size(), p.edges);
+    for (const detail::Conflict& k : detail::immediate_conflicts(access, plan->order)) {
+      if (!reach[k.first][k.second]) reported.emplace(std::min(k.first, k.second), std::max(k.first, k.second));
+    }
+    for (const auto& pair : reported) CHECK(expected.count(pair) == 1);  // each one is real
+    CHECK(reported.empty() == expected.empty());                       // none is missed
+    try {
+      plan_of(cmd, Hazards::validate);
+      CHECK(expected.empty());
+    } catch (const Error& e) {
+      REQUIRE(e.code() == errc::hazard);
+      CHECK_FALSE(expected.empty());
+      ++refused;
+      std::set<std::string> named(e.commands().begin(), e.commands().end());
+      std::set<std::string> involved;
+      for (const auto& [a, b] : reported) {
+        involved.insert(plan->name(a));
+        involved.insert(plan->name(b));
+      }
+      CHECK(named == involved);
+    }
+  }
+  MESSAGE(refused << " of 600 random programs had hazards");
+  CHECK(refused > 100);
+  CHECK(refused < 550);
+}
+
+TEST_CASE("hazards.infer_orders_every_conflict" * doctest::timeout(120)) {
+  std::mt19937 rng(15);
+  const Memory memory;
+  for (int round = 0; round < 600; ++round) {
+    const Program p = random_program(rng);
+    CommandBuffer cmd("random");
+    record(cmd, p, memory);
+    const auto plan = plan_of(cmd, Hazards::infer);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> all;
+    for (const detail::Edge& e : plan->edges) all.emplace_back(e.parent, e.child);
+    CHECK(unordered_conflicts(p, all).empty());
+    for (const detail::Edge& e : plan->hazards.inferred) {
+      CHECK(e.parent < e.child);  // recording order
+      CHECK(conflict(p.touches[e.parent], p.touches[e.child]));
+    }
+  }
+}
+
+TEST_CASE("hazards.inferred_edges_order_every_backend_run" * doctest::timeout(120)) {
+  // The ticket oracle: no explicit edge at all, only declarations; every conflicting pair
+  // must run in recording order.
+  std::mt19937 rng(16);
+  const Memory memory;
+  Queue q(Device::host());
+  for (int round = 0; round < 60; ++round) {
+    Program p = random_program(rng);
+    p.edges.clear();
+    std::vector<std::atomic<int>> tickets(p.touches.size());
+    std::atomic<int> counter{0};
+    CommandBuffer cmd("tickets");
+    record(cmd, p, memory, &tickets, &counter);
+    Executable exe = compile(cmd, Device::host(), {.hazards = Hazards::infer});
+    for (int launch = 0; launch < 3; ++launch) {
+      for (auto& t : tickets) t = -1;
+      counter = 0;
+      exe.launch(q).wait();
+      for (std::uint32_t i = 0; i < p.touches.size(); ++i) {
+        for (std::uint32_t j = i + 1; j < p.touches.size(); ++j) {
+          if (conflict(p.touches[i], p.touches[j])) CHECK(tickets[i] < tickets[j]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("hazards.message_word_for_word" * doctest::timeout(30)) {
+  Buffer<float> y(Device::host(), 4096);
+  CommandBuffer cmd("example");
+  cmd.host([] {}).named("scale").writes(y, "y");
+  cmd.host([] {}).named("reduce").reads(y.subview(1024, 1024), "y");
+  const auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()), errc::hazard);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command buffer 'example' has 1 hazard (commands touching the same memory, one "
+        "writing, unordered):\n  command 'scale' writes y[0, 4096) while 'reduce' reads "
+        "y[1024, 2048) with no path between them (read-after-write)");
+  CHECK(e->commands() == std::vector<std::string>{"scale", "reduce"});
+  CHECK_FALSE(cmd.sealed());  // a refused compile keeps the buffer open
+}
+
+TEST_CASE("hazards.disjoint_slices_never_conflict" * doctest::timeout(30)) {
+  Buffer<int> y(Device::host(), 1024);
+  CommandBuffer cmd("chunks");
+  for (std::size_t k = 0; k < 4; ++k) {
+    cmd.host([] {}).writes(y.subview(k * 256, 256));
+    cmd.host([] {}).reads(y.subview(k * 256, 256)).writes(y.subview(k * 256, 256));
+  }
+  Executable exe = compile(cmd, Device::host(), {.hazards = Hazards::infer});
+  CHECK(exe.stats().edges_inferred == 4);  // each chunk's two steps, nothing across chunks
+  CHECK(exe.stats().levels == 2);
+}
+
+TEST_CASE("hazards.automatic_checks_only_where_access_is_declared" * doctest::timeout(30)) {
+  Buffer<int> a(Device::host(), 8), b(Device::host(), 8);
+  SUBCASE("no declaration: copies and fills are not checked") {
+    CommandBuffer cmd("plain");
+    cmd.fill(a, 1, 8);
+    cmd.copy(b, a, 8);
+    Executable exe = compile(cmd, Device::host());
+    CHECK(exe.stats().accesses_declared == 0);
+  }
+  SUBCASE("one declaration: copies and fills are checked with it") {
+    CommandBuffer cmd("declared");
+    cmd.fill(a, 1, 8).named("fill a");
+    cmd.copy(b, a, 8).named("a to b");
+    cmd.host([] {}).named("reader").reads(b);
+    const auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()), errc::hazard);
+    REQUIRE(e);
+    CHECK(mentions(*e, "2 hazards"));
+    CHECK(mentions(*e, "command 'fill a' writes"));
+    CHECK(mentions(*e, "'a to b' reads"));
+    CHECK(mentions(*e, "command 'a to b' writes"));
+    CHECK(mentions(*e, "'reader' reads"));
+  }
+}
+
+TEST_CASE("hazards.executed_buffers_carry_their_access" * doctest::timeout(30)) {
+  Buffer<int> y(Device::host(), 8);
+  CommandBuffer inner("inner");
+  inner.host([] {}).named("produce").writes(y, "y");
+  CommandBuffer outer("outer");
+  outer.execute(inner).named("run inner");
+  outer.host([] {}).named("consume").reads(y, "y");
+  const auto e = CMDGRAPH_EXPECT_ERROR(compile(outer, Device::host()), errc::hazard);
+  REQUIRE(e);
+  CHECK(e->commands() == std::vector<std::string>{"run inner", "consume"});
+  CommandBuffer fixed("outer");
+  const Command run = fixed.execute(inner);
+  fixed.host([] {}).reads(y, "y").after(run);
+  Executable exe = compile(fixed, Device::host());
+  CHECK(exe.stats().accesses_declared == 2);
+  CHECK(exe.stats().pairs_validated == 1);
+}
+
+TEST_CASE("hazards.declarations_are_checked_when_recorded" * doctest::timeout(30)) {
+  Buffer<int> y(Device::host(), 8);
+  CommandBuffer cmd("refusals");
+  auto copy = cmd.copy(y.subview(0, 4), y.subview(4, 4), 4).named("half");
+  auto e = CMDGRAPH_EXPECT_ERROR(copy.reads(y), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(mentions(*e, "'half' is a copy"));
+  auto task = cmd.host([] {}).named("task");
+  e = CMDGRAPH_EXPECT_ERROR(task.writes(host_view<int>(nullptr, 4)), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(mentions(*e, "'task' declares that it writes a null view"));
+  CMDGRAPH_EXPECT_ERROR(task.reads(y.subview(2, 0)), errc::invalid_argument);
+  CHECK(compile(cmd, Device::host()).stats().accesses_declared == 0);  // nothing was kept
+}
