@@ -84,6 +84,10 @@ struct ExecutableStats {
   std::size_t accesses_declared = 0;   ///< reads()/writes() declarations, bodies included
   std::size_t edges_inferred = 0;      ///< edges Hazards::infer added (before reduction)
   std::size_t pairs_validated = 0;     ///< conflicting pairs found ordered (Hazards::validate)
+  /// Edges kept by the reduction between commands that touch memory (declared or implied)
+  /// that order no conflicting pair: candidates to drop for more overlap (Hazards::validate;
+  /// a lint, not an error). Edges to or from commands that touch no memory are not judged.
+  std::size_t edges_unneeded = 0;
   /// Milliseconds spent building the plan, lowering it for the backend, and instantiating
   /// it (the CUDA graph backend; 0 elsewhere).
   ///@{

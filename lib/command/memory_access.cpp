@@ -21,17 +21,20 @@ MemoryAccess access_of(const MemoryRange& range, AccessMode mode) {
           .end = begin + range.bytes,
           .origin = reinterpret_cast<std::uintptr_t>(range.origin ? range.origin : range.data),
           .element_size = static_cast<std::uint32_t>(range.element_size ? range.element_size : 1),
-          .mode = mode};
+          .mode = mode,
+          .label = {}};
 }
 
 }  // namespace
+
+std::string MemoryAccess::name() const { return label.empty() ? address(origin) : label; }
 
 std::string MemoryAccess::describe() const { return describe(begin, end); }
 
 std::string MemoryAccess::describe(std::uintptr_t from, std::uintptr_t to) const {
   const std::uintptr_t first = (from - origin) / element_size;
   const std::uintptr_t last = (to - origin + element_size - 1) / element_size;
-  return (label.empty() ? address(origin) : label) + "[" + std::to_string(first) + ", " +
+  return name() + "[" + std::to_string(first) + ", " +
          std::to_string(last) + ")";
 }
 

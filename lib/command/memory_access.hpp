@@ -19,6 +19,8 @@ struct MemoryAccess {
 
   bool writes() const noexcept { return (static_cast<unsigned>(mode) & 2u) != 0; }
   bool reads() const noexcept { return (static_cast<unsigned>(mode) & 1u) != 0; }
+  /// The label, else the origin's address: what errors and DOT call the memory.
+  std::string name() const;
   /// "y[0, 4096)" (the label, else the origin's address, then elements from the origin).
   std::string describe() const;
   /// The same for the part [from, to) of it.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -91,11 +92,23 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
     if (critical.count(c)) out << ", color=red, penwidth=2";
     out << "];\n";
   }
+  // Inferred edges (Hazards::infer) are dashed and labelled with the memory they order.
+  std::map<std::pair<std::uint32_t, std::uint32_t>, const std::string*> inferred;
+  for (const InferredEdge& e : plan.hazards.inferred) {
+    inferred.emplace(std::pair(e.edge.parent, e.edge.child), &e.memory);
+  }
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     for (std::uint32_t k : plan.children[c]) {
+      std::vector<std::string> attributes;
+      if (critical_edges.count({c, k})) attributes.emplace_back("color=red, penwidth=2");
+      if (const auto it = inferred.find({c, k}); it != inferred.end()) {
+        attributes.push_back("style=dashed, label=\"" + escaped(*it->second) + "\"");
+      }
       out << "  c" << c << " -> c" << k;
-      if (critical_edges.count({c, k})) out << " [color=red, penwidth=2]";
-      out << ";\n";
+      for (std::size_t a = 0; a < attributes.size(); ++a) {
+        out << (a == 0 ? " [" : ", ") << attributes[a];
+      }
+      out << (attributes.empty() ? ";\n" : "];\n");
     }
   }
   if (options.removed_edges) {

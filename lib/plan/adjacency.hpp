@@ -26,6 +26,8 @@ class Adjacency {
   std::span<const std::uint32_t> operator[](std::size_t v) const noexcept {
     return {targets_.data() + offsets_[v], targets_.data() + offsets_[v + 1]};
   }
+  /// Where v's neighbours start among all edges: edge i of v is edge first_edge(v) + i.
+  std::size_t first_edge(std::size_t v) const noexcept { return offsets_[v]; }
   std::size_t vertices() const noexcept { return offsets_.empty() ? 0 : offsets_.size() - 1; }
   std::size_t edges() const noexcept { return targets_.size(); }
 

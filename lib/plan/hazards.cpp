@@ -11,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <queue>
 #include <tuple>
 
 namespace cmdgraph::detail {
@@ -129,15 +130,6 @@ bool declares_anywhere(const Plan& plan) {
   return false;
 }
 
-// An unordered pair has no direction of its own: errors give it in recording order.
-Conflict in_recording_order(Conflict k) {
-  if (k.first > k.second) {
-    std::swap(k.first, k.second);
-    std::swap(k.first_access, k.second_access);
-  }
-  return k;
-}
-
 std::string describe(const Plan& plan, const Conflict& k) {
   const MemoryAccess& a = plan.command(k.first).access[k.first_access];
   const MemoryAccess& b = plan.command(k.second).access[k.second_access];
@@ -154,6 +146,27 @@ std::vector<Conflict> immediate_conflicts(const std::vector<std::vector<MemoryAc
   std::vector<Conflict> out;
   for (std::uint32_t c : sequence) sweep.visit(c, out);
   return out;
+}
+
+std::vector<std::uint32_t> validation_order(const Plan& plan) {
+  const std::size_t n = plan.size();
+  std::vector<std::uint32_t> waiting(n);
+  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
+  for (std::uint32_t c = 0; c < n; ++c) {
+    waiting[c] = static_cast<std::uint32_t>(plan.parents[c].size());
+    if (waiting[c] == 0) ready.push(c);
+  }
+  std::vector<std::uint32_t> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    const std::uint32_t c = ready.top();
+    ready.pop();
+    order.push_back(c);
+    for (std::uint32_t k : plan.children[c]) {
+      if (--waiting[k] == 0) ready.push(k);
+    }
+  }
+  return order;
 }
 
 const char* hazard_kind(const MemoryAccess& first, const MemoryAccess& second) noexcept {
@@ -185,26 +198,36 @@ void infer_edges(Plan& plan) {
   const std::vector<Conflict> conflicts =
       immediate_conflicts(access_lists(plan), recording_order);
   const std::vector<Edge>& recorded = plan.edges;  // sorted and distinct
-  std::vector<Edge>& inferred = plan.hazards.inferred;
+  std::vector<InferredEdge>& inferred = plan.hazards.inferred;
   for (const Conflict& k : conflicts) {
     const Edge e{k.first, k.second};
-    if (!std::binary_search(recorded.begin(), recorded.end(), e)) inferred.push_back(e);
+    if (!std::binary_search(recorded.begin(), recorded.end(), e)) {
+      inferred.push_back({e, plan.command(k.first).access[k.first_access].name()});
+    }
   }
-  std::sort(inferred.begin(), inferred.end());
-  inferred.erase(std::unique(inferred.begin(), inferred.end()), inferred.end());
-  plan.edges.insert(plan.edges.end(), inferred.begin(), inferred.end());
-  std::inplace_merge(plan.edges.begin(), plan.edges.end() - static_cast<std::ptrdiff_t>(inferred.size()),
-                     plan.edges.end());
+  const auto by_edge = [](const InferredEdge& a, const InferredEdge& b) { return a.edge < b.edge; };
+  std::stable_sort(inferred.begin(), inferred.end(), by_edge);  // the first conflict names it
+  inferred.erase(std::unique(inferred.begin(), inferred.end(),
+                             [](const InferredEdge& a, const InferredEdge& b) {
+                               return a.edge == b.edge;
+                             }),
+                 inferred.end());
+  const auto recorded_count = static_cast<std::ptrdiff_t>(plan.edges.size());
+  for (const InferredEdge& e : inferred) plan.edges.push_back(e.edge);
+  std::inplace_merge(plan.edges.begin(), plan.edges.begin() + recorded_count, plan.edges.end());
 }
 
 void validate_edges(Plan& plan) {
-  std::vector<Conflict> conflicts = immediate_conflicts(access_lists(plan), plan.order);
+  std::vector<Conflict> conflicts = immediate_conflicts(access_lists(plan), validation_order(plan));
   // Grouped by the later command: one backward search from it, bounded by the earliest
-  // position among its partners, answers all of them.
+  // position among its partners, finds which of them reach it; a forward search from those
+  // that do, inside what the first one found, marks the edges on their paths as needed.
   std::stable_sort(conflicts.begin(), conflicts.end(), [&](const Conflict& a, const Conflict& b) {
     return plan.position[a.second] < plan.position[b.second];
   });
-  std::vector<std::uint32_t> seen(plan.size(), 0);
+  const std::size_t n = plan.size();
+  std::vector<std::uint32_t> above(n, 0), below(n, 0);  // stamps: reaches `later`; on a path
+  std::vector<bool> needed(plan.children.edges(), false);
   std::uint32_t stamp = 0;
   std::vector<std::uint32_t> stack;
   std::vector<Conflict> unordered;
@@ -217,26 +240,55 @@ void validate_edges(Plan& plan) {
     }
     ++stamp;
     stack.assign(1, later);
-    seen[later] = stamp;
+    above[later] = stamp;
     while (!stack.empty()) {
       const std::uint32_t v = stack.back();
       stack.pop_back();
       for (std::uint32_t p : plan.parents[v]) {
-        if (seen[p] != stamp && plan.position[p] >= floor) {
-          seen[p] = stamp;
+        if (above[p] != stamp && plan.position[p] >= floor) {
+          above[p] = stamp;
           stack.push_back(p);
         }
       }
     }
     for (; i < j; ++i) {
-      if (seen[conflicts[i].first] == stamp) {
-        ++plan.hazards.validated;
-      } else {
-        unordered.push_back(in_recording_order(conflicts[i]));
+      const std::uint32_t earlier = conflicts[i].first;
+      if (above[earlier] != stamp) {
+        unordered.push_back(conflicts[i]);
+        continue;
+      }
+      ++plan.hazards.validated;
+      if (below[earlier] == stamp) continue;
+      below[earlier] = stamp;
+      stack.assign(1, earlier);
+      while (!stack.empty()) {
+        const std::uint32_t v = stack.back();
+        stack.pop_back();
+        const auto children = plan.children[v];
+        for (std::size_t e = 0; e < children.size(); ++e) {
+          const std::uint32_t k = children[e];
+          if (above[k] != stamp) continue;  // leads elsewhere than `later`
+          needed[plan.children.first_edge(v) + e] = true;
+          if (below[k] != stamp) {
+            below[k] = stamp;
+            stack.push_back(k);
+          }
+        }
       }
     }
   }
-  if (unordered.empty()) return;
+  if (unordered.empty()) {
+    for (std::uint32_t v = 0; v < n; ++v) {
+      if (plan.command(v).access.empty()) continue;
+      const auto children = plan.children[v];
+      for (std::size_t e = 0; e < children.size(); ++e) {
+        if (!needed[plan.children.first_edge(v) + e] && !plan.command(children[e]).access.empty()) {
+          plan.hazards.unneeded.push_back({v, children[e]});
+        }
+      }
+    }
+    return;
+  }
   std::sort(unordered.begin(), unordered.end(), [](const Conflict& a, const Conflict& b) {
     return std::tie(a.second, a.first, a.second_access, a.first_access) <
            std::tie(b.second, b.first, b.second_access, b.first_access);

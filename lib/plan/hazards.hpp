@@ -32,16 +32,29 @@ struct Conflict {
 std::vector<Conflict> immediate_conflicts(const std::vector<std::vector<MemoryAccess>>& access,
                                           const std::vector<std::uint32_t>& sequence);
 
+/// The order validation sweeps `plan` in: topological, earliest recorded first among the
+/// commands ready, so it is recording order wherever the edges allow. A pair it finds
+/// unordered is given in this order, and an edge that way keeps the plan acyclic.
+std::vector<std::uint32_t> validation_order(const Plan& plan);
+
 /// "read-after-write", "write-after-read" or "write-after-write", as `first` then `second`.
 const char* hazard_kind(const MemoryAccess& first, const MemoryAccess& second) noexcept;
+
+/// An edge Hazards::infer added, and the memory it orders ("y", else the view's address).
+struct InferredEdge {
+  Edge edge;
+  std::string memory;
+};
 
 /// What the analysis did to a plan, bodies not included.
 struct HazardSummary {
   Hazards requested = Hazards::automatic;  // as compile() was asked (update re-plans alike)
   Hazards applied = Hazards::off;          // what it resolved to
   std::size_t declared = 0;                // declared accesses of the plan's own commands
-  std::vector<Edge> inferred;              // edges infer added, not among the recorded ones
+  std::vector<InferredEdge> inferred;      // by edge; none among the recorded ones
   std::size_t validated = 0;               // conflicting pairs found ordered
+  std::vector<Edge> unneeded;              // kept edges between commands that touch memory,
+                                           // on no path between a conflicting pair
 };
 
 /// Fills every command's access in `plan` (declared, implied by copies and fills, its body's
@@ -52,7 +65,9 @@ void collect_access(Plan& plan, Hazards requested);
 /// the plan is ordered; appends them to plan.edges and records them.
 void infer_edges(Plan& plan);
 /// Hazards::validate, on an ordered and reduced plan: throws Error(hazard) listing every
-/// immediate conflict no path of edges orders (both commands, what each touches, the kind).
+/// immediate conflict no path of edges orders (both commands, what each touches, the kind):
+/// an edge for each listed pair orders every conflicting pair. Else records the edges that
+/// order none (HazardSummary::unneeded).
 void validate_edges(Plan& plan);
 
 }  // namespace cmdgraph::detail

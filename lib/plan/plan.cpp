@@ -21,14 +21,26 @@ std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {
   return sorted;
 }
 
+// The memory an edge Hazards::infer added orders, or null for a recorded edge.
+const std::string* inferred_memory(const Plan& plan, Edge e) {
+  const auto& inferred = plan.hazards.inferred;
+  const auto it = std::lower_bound(inferred.begin(), inferred.end(), e,
+                                   [](const InferredEdge& a, const Edge& b) { return a.edge < b; });
+  return it != inferred.end() && it->edge == e ? &it->memory : nullptr;
+}
+
 [[noreturn]] void report_cycle(const Plan& plan, const std::vector<std::uint32_t>& cycle) {
   std::vector<std::string> names;
   std::string path;
-  for (std::uint32_t c : cycle) {
-    names.push_back(plan.name(c));
-    path += "'" + names.back() + "' -> ";
+  bool inferred = false;
+  for (std::size_t i = 0; i < cycle.size(); ++i) {
+    names.push_back(plan.name(cycle[i]));
+    const std::string* memory = inferred_memory(plan, {cycle[i], cycle[(i + 1) % cycle.size()]});
+    path += "'" + names.back() + (memory ? "' -[" + *memory + "]-> " : "' -> ");
+    inferred = inferred || memory;
   }
   path += "'" + names.front() + "'";
+  if (inferred) path += " (-[memory]-> is an edge inferred from access to that memory)";
   throw Error(errc::cycle, "command buffer '" + plan.buffer_name + "' has a cycle: " + path,
               std::move(names));
 }

@@ -74,7 +74,7 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   std::string name = next_name(kind_of(payload));
   // Make room first: a failed allocation must not leave a command without its barrier edge.
   reserve_edges(1);
-  commands_.push_back({std::move(payload), std::move(name)});
+  commands_.push_back({std::move(payload), std::move(name), {}});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
   depth_ = depth;
   expanded_ = expanded;
@@ -85,7 +85,7 @@ CommandRef Recording::add_barrier() {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
   reserve_edges((index - segment_begin_) + 1);
-  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier)});
+  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier), {}});
   ++expanded_;
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
   for (std::uint32_t i = segment_begin_; i < index; ++i) edges_.push_back({i, index});

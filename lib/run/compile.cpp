@@ -77,6 +77,7 @@ void add_hazard_counts(const detail::Plan& plan, ExecutableStats& stats) {
   stats.accesses_declared += plan.hazards.declared;
   stats.edges_inferred += plan.hazards.inferred.size();
   stats.pairs_validated += plan.hazards.validated;
+  stats.edges_unneeded += plan.hazards.unneeded.size();
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (const detail::Plan* body = plan.body(c)) add_hazard_counts(*body, stats);
   }

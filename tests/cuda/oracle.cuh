@@ -7,7 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
+#include <set>
 #include <string>
 
 namespace cmdgraph::testing {
@@ -16,11 +18,28 @@ struct Recorded {
   std::vector<std::uint32_t> elements;
 };
 
+// Orders the DAG's edge e = (p, k) without an edge: cell e of `cells` is touched by p then
+// k, as read-after-write, write-after-read or write-after-write by turns, so inferring
+// edges from declared access (Hazards::infer) must give back exactly the DAG's edges.
+inline void declare_edges(std::vector<Command>& c, const Dag& dag, View<int> cells) {
+  for (std::size_t e = 0; e < dag.edges.size(); ++e) {
+    const auto [p, k] = dag.edges[e];
+    REQUIRE(p < k);  // inference orders in recording order
+    const View<int> cell = cells.subview(e, 1);
+    switch (e % 3) {
+      case 0: c[p].writes(cell); c[k].reads(cell); break;
+      case 1: c[p].reads(cell); c[k].writes(cell); break;
+      default: c[p].reads_writes(cell); c[k].writes(cell); break;
+    }
+  }
+}
+
 // Vertex v is a raw kernel launch (every 4th, unless `portable`), a 300-element parallel_for
-// (every 3rd) or a one-element parallel_for.
+// (every 3rd) or a one-element parallel_for. Edges are recorded, or declared as access to
+// `cells` when it is not empty (declare_edges).
 inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
                            const std::function<TicketBoard(std::uint32_t)>& board_for,
-                           bool portable) {
+                           bool portable, View<int> cells = {}) {
   Recorded r;
   r.elements.assign(dag.size, 1);
   auto is_kernel = [&](std::size_t v) { return !portable && v % 4 == 1; };
@@ -40,22 +59,35 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
       c.push_back(cmd.parallel_for(r.elements[v], t));
     }
   }
-  for (const auto& [p, k] : dag.edges) c[k].after(c[p]);
+  if (cells.size() == 0) {
+    for (const auto& [p, k] : dag.edges) c[k].after(c[p]);
+  } else {
+    declare_edges(c, dag, cells);
+  }
   return r;
 }
 
 /// Records `dag` as tickets on `gpu`, runs it `launches` times with `backend` and returns what
-/// the oracle found wrong (empty when every edge and count held).
+/// the oracle found wrong (empty when every edge and count held). `inferred`: the edges are
+/// declared as access (declare_edges) and compiled with Hazards::infer.
 inline std::string run_on_gpu(const Dag& dag, Backend backend, unsigned max_streams,
                               std::uint32_t launches, Observations* out = nullptr,
-                              bool portable = false, Device gpu = Device::cuda(0)) {
+                              bool portable = false, Device gpu = Device::cuda(0),
+                              bool inferred = false) {
   DeviceBoard board(gpu, dag.size * launches);
+  const Buffer<int> cells(gpu, std::max<std::size_t>(inferred ? dag.edges.size() : 0, 1));
   CommandBuffer cmd("oracle");
   const Recorded r = record_dag(cmd, dag, [&](std::uint32_t per) {
     return board.board(static_cast<std::uint32_t>(dag.size), per, launches);
-  }, portable);
-  Executable exe = compile(cmd, gpu, {.backend = backend, .max_streams = max_streams});
+  }, portable, inferred ? cells.view() : View<int>{});
+  Executable exe = compile(cmd, gpu, {.backend = backend, .max_streams = max_streams,
+                                      .hazards = inferred ? Hazards::infer : Hazards::automatic});
   REQUIRE(exe.backend() == backend);
+  if (inferred) {
+    REQUIRE(exe.stats().edges_recorded == 0);
+    std::set<std::pair<std::uint32_t, std::uint32_t>> distinct(dag.edges.begin(), dag.edges.end());
+    REQUIRE(exe.stats().edges_inferred == distinct.size());
+  }
   Queue q(gpu);
   for (std::uint32_t k = 0; k < launches; ++k) exe.launch(q);
   q.wait();

@@ -32,6 +32,28 @@ TEST_CASE("cuda.oracle.random_dags_both_backends" * doctest::timeout(600)) {
   }
 }
 
+TEST_CASE("cuda.oracle.inferred_edges_both_backends" * doctest::timeout(300)) {
+  // Issue 14's ticket oracle: no edge recorded, every edge of the DAG declared as access to
+  // a device cell (read-after-write, write-after-read, write-after-write by turns) and inferred.
+  std::mt19937 rng(14);
+  std::uniform_real_distribution<double> exponent(0.0, 3.5);
+  const DagShape shapes[] = {DagShape::chain, DagShape::fan, DagShape::layered, DagShape::random};
+  for (std::uint32_t i = 0; i < 40; ++i) {
+    const DagShape shape = shapes[i % 4];
+    const auto n = static_cast<std::size_t>(std::pow(10.0, exponent(rng)));
+    const Dag dag = random_dag(shape, std::max<std::size_t>(n, 2), 14000 + i);
+    const std::string shape_name = to_string(shape);
+    CAPTURE(shape_name);
+    CAPTURE(dag.describe());
+    const std::string graph = run_on_gpu(dag, Backend::cuda_graph, 4, 3, nullptr, false,
+                                         Device::cuda(0), true);
+    CHECK_MESSAGE(graph.empty(), "cuda_graph: " << graph);
+    const std::string streams = run_on_gpu(dag, Backend::streams, 1 + i % 8, 3, nullptr, false,
+                                           Device::cuda(0), true);
+    CHECK_MESSAGE(streams.empty(), "streams: " << streams);
+  }
+}
+
 TEST_CASE("cuda.oracle.same_counts_on_every_backend" * doctest::timeout(300)) {
   for (std::uint32_t i = 0; i < 20; ++i) {
     const Dag dag = random_dag(i % 2 ? DagShape::shuffled : DagShape::layered, 50 + 97 * i, 9000 + i);

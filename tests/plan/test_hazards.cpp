@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
 #include <vector>
@@ -133,6 +136,33 @@ void record(CommandBuffer& cmd, const Program& p, const Memory& m,
   for (const auto& [a, b] : p.edges) c[b].after(c[a]);
 }
 
+// The lint on a plan validate passed: an edge is unneeded exactly when it lies on no path
+// between the two commands of an immediate conflict (brute force over the closure), and
+// dropping every unneeded edge leaves every conflicting pair ordered.
+void check_unneeded(const Program& p, const Plan& plan, const std::vector<std::vector<bool>>& reach) {
+  std::vector<std::vector<detail::MemoryAccess>> access;
+  for (const auto& r : plan.commands) access.push_back(r.access);
+  const auto conflicts = detail::immediate_conflicts(access, detail::validation_order(plan));
+  const auto reaches = [&](std::uint32_t a, std::uint32_t b) { return a == b || reach[a][b]; };
+  std::set<std::pair<std::uint32_t, std::uint32_t>> unneeded;
+  for (const detail::Edge& e : plan.hazards.unneeded) unneeded.emplace(e.parent, e.child);
+  for (std::uint32_t v = 0; v < plan.size(); ++v) {
+    for (std::uint32_t k : plan.children[v]) {
+      if (p.touches[v].empty() || p.touches[k].empty()) {
+        CHECK(unneeded.count({v, k}) == 0);  // not judged
+        continue;
+      }
+      const bool on_a_path = std::any_of(conflicts.begin(), conflicts.end(), [&](const auto& c) {
+        return reaches(c.first, v) && reaches(k, c.second);
+      });
+      CHECK(on_a_path != (unneeded.count({v, k}) == 1));
+    }
+  }
+  auto kept = p.edges;
+  std::erase_if(kept, [&](const auto& e) { return unneeded.count(e) == 1; });
+  CHECK(unordered_conflicts(p, kept).empty());
+}
+
 std::shared_ptr<const Plan> plan_of(const CommandBuffer& cmd, Hazards hazards) {
   return detail::build_plan(*detail::recording_of(cmd), hazards);
 }
@@ -154,14 +184,20 @@ TEST_CASE("hazards.validate_agrees_with_the_oracle" * doctest::timeout(120)) {
     std::vector<std::vector<detail::MemoryAccess>> access;
     for (const auto& r : plan->commands) access.push_back(r.access);
     const auto reach = closure(p.touches.size(), p.edges);
-    for (const detail::Conflict& k : detail::immediate_conflicts(access, plan->order)) {
-      if (!reach[k.first][k.second]) reported.emplace(std::min(k.first, k.second), std::max(k.first, k.second));
+    const auto sweep = detail::validation_order(*plan);
+    for (const detail::Conflict& k : detail::immediate_conflicts(access, sweep)) {
+      if (!reach[k.first][k.second]) reported.emplace(k.first, k.second);  // in sweep order
     }
-    for (const auto& pair : reported) CHECK(expected.count(pair) == 1);  // each one is real
+    for (const auto& [a, b] : reported) CHECK(expected.count({std::min(a, b), std::max(a, b)}) == 1);
     CHECK(reported.empty() == expected.empty());                       // none is missed
+    // An edge for each reported pair, as reported, orders every conflicting pair.
+    auto fixed = p.edges;
+    fixed.insert(fixed.end(), reported.begin(), reported.end());
+    CHECK(unordered_conflicts(p, fixed).empty());
     try {
-      plan_of(cmd, Hazards::validate);
+      const auto checked = plan_of(cmd, Hazards::validate);
       CHECK(expected.empty());
+      check_unneeded(p, *checked, reach);
     } catch (const Error& e) {
       REQUIRE(e.code() == errc::hazard);
       CHECK_FALSE(expected.empty());
@@ -191,9 +227,9 @@ TEST_CASE("hazards.infer_orders_every_conflict" * doctest::timeout(120)) {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> all;
     for (const detail::Edge& e : plan->edges) all.emplace_back(e.parent, e.child);
     CHECK(unordered_conflicts(p, all).empty());
-    for (const detail::Edge& e : plan->hazards.inferred) {
-      CHECK(e.parent < e.child);  // recording order
-      CHECK(conflict(p.touches[e.parent], p.touches[e.child]));
+    for (const detail::InferredEdge& e : plan->hazards.inferred) {
+      CHECK(e.edge.parent < e.edge.child);  // recording order
+      CHECK(conflict(p.touches[e.edge.parent], p.touches[e.edge.child]));
     }
   }
 }
@@ -307,4 +343,51 @@ TEST_CASE("hazards.declarations_are_checked_when_recorded" * doctest::timeout(30
   CHECK(mentions(*e, "'task' declares that it writes a null view"));
   CMDGRAPH_EXPECT_ERROR(task.reads(y.subview(2, 0)), errc::invalid_argument);
   CHECK(compile(cmd, Device::host()).stats().accesses_declared == 0);  // nothing was kept
+}
+
+TEST_CASE("hazards.dot_draws_inferred_edges_dashed_with_their_memory" * doctest::timeout(30)) {
+  Buffer<int> x(Device::host(), 8), y(Device::host(), 8);
+  CommandBuffer cmd("drawn");
+  const Command produce = cmd.host([] {}).named("produce").writes(x, "x");
+  cmd.host([] {}).named("consume").reads(x, "x").writes(y, "y");
+  cmd.host([] {}).named("after").after(produce);  // recorded: drawn plain
+  Executable exe = compile(cmd, Device::host(), {.hazards = Hazards::infer});
+  const auto path = std::filesystem::temp_directory_path() / "cmdgraph_hazards.dot";
+  exe.write_dot(path.string());
+  std::ifstream in(path);
+  const std::string dot((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  const auto line_of = [&](const std::string& edge) {
+    const auto at = dot.find(edge);
+    return at == std::string::npos ? std::string() : dot.substr(at, dot.find('\n', at) - at);
+  };
+  CHECK(line_of("c0 -> c1").find("style=dashed, label=\"x\"") != std::string::npos);
+  REQUIRE_FALSE(line_of("c0 -> c2").empty());
+  CHECK(line_of("c0 -> c2").find("dashed") == std::string::npos);
+}
+
+TEST_CASE("hazards.inferred_edges_against_recorded_ones_name_the_cycle" * doctest::timeout(30)) {
+  Buffer<int> x(Device::host(), 8);
+  CommandBuffer cmd("contrary");
+  Command first = cmd.host([] {}).named("first").writes(x, "x");
+  first.after(cmd.host([] {}).named("second").reads(x, "x"));
+  const auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host(), {.hazards = Hazards::infer}),
+                                       errc::cycle);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command buffer 'contrary' has a cycle: 'first' -[x]-> 'second' -> 'first' (-[memory]-> "
+        "is an edge inferred from access to that memory)");
+}
+
+TEST_CASE("hazards.validate_counts_edges_that_order_nothing" * doctest::timeout(30)) {
+  Buffer<int> x(Device::host(), 8), y(Device::host(), 8);
+  CommandBuffer cmd("lint");
+  const Command a = cmd.host([] {}).writes(x);
+  const Command b = cmd.host([] {}).reads(x).after(a);  // orders a read after a write
+  const Command c = cmd.host([] {}).writes(y).after(b);  // y is nobody else's: unneeded
+  cmd.host([] {}).after(c);                              // touches nothing: not judged
+  Executable exe = compile(cmd, Device::host());
+  CHECK(exe.stats().pairs_validated == 1);
+  CHECK(exe.stats().edges_unneeded == 1);
+  CHECK(exe.stats().edges_reduced == 3);
 }
