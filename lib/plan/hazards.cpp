@@ -13,6 +13,7 @@
 #include <optional>
 #include <queue>
 #include <tuple>
+#include <unordered_map>
 
 namespace cmdgraph::detail {
 namespace {
@@ -30,18 +31,18 @@ struct Segment {
 
 class Sweep {
  public:
-  explicit Sweep(const std::vector<std::vector<MemoryAccess>>& access) : access_(access) {}
+  explicit Sweep(const std::vector<CommandRecord>& commands) : commands_(commands) {}
 
   // Records every conflict of command c with what came before it, then what c touches.
   void visit(std::uint32_t c, std::vector<Conflict>& out) {
     const std::size_t first_of_c = out.size();
-    for (std::uint32_t a = 0; a < access_[c].size(); ++a) touch({c, a}, out);
+    for (std::uint32_t a = 0; a < commands_[c].access.size(); ++a) touch({c, a}, out);
     merge_ranges(out, first_of_c);
   }
 
  private:
   void touch(Toucher t, std::vector<Conflict>& out) {
-    const MemoryAccess& x = access_[t.command][t.access];
+    const MemoryAccess& x = commands_[t.command].access[t.access];
     if (x.begin >= x.end) return;
     split_at(x.begin);
     split_at(x.end);
@@ -111,15 +112,27 @@ class Sweep {
     out.resize(kept);
   }
 
-  const std::vector<std::vector<MemoryAccess>>& access_;
+  const std::vector<CommandRecord>& commands_;
   std::map<std::uintptr_t, Segment> segments_;  // by first byte; never overlapping
 };
 
-std::vector<std::vector<MemoryAccess>> access_lists(const Plan& plan) {
-  std::vector<std::vector<MemoryAccess>> lists;
-  lists.reserve(plan.size());
-  for (const CommandRecord& r : plan.commands) lists.push_back(r.access);
-  return lists;
+// An access without a label takes the label another access of the same view has (a copy of a
+// buffer a kernel declared as "y" is "y" too).
+void share_labels(Plan& plan) {
+  std::unordered_map<std::uintptr_t, const std::string*> labels;
+  for (const CommandRecord& r : plan.commands) {
+    for (const MemoryAccess& a : r.access) {
+      if (!a.label.empty()) labels.emplace(a.origin, &a.label);
+    }
+  }
+  if (labels.empty()) return;
+  for (CommandRecord& r : plan.commands) {
+    for (MemoryAccess& a : r.access) {
+      if (const auto it = labels.find(a.origin); a.label.empty() && it != labels.end()) {
+        a.label = *it->second;
+      }
+    }
+  }
 }
 
 bool declares_anywhere(const Plan& plan) {
@@ -140,9 +153,9 @@ std::string describe(const Plan& plan, const Conflict& k) {
 
 }  // namespace
 
-std::vector<Conflict> immediate_conflicts(const std::vector<std::vector<MemoryAccess>>& access,
+std::vector<Conflict> immediate_conflicts(const std::vector<CommandRecord>& commands,
                                           const std::vector<std::uint32_t>& sequence) {
-  Sweep sweep(access);
+  Sweep sweep(commands);
   std::vector<Conflict> out;
   for (std::uint32_t c : sequence) sweep.visit(c, out);
   return out;
@@ -187,6 +200,7 @@ void collect_access(Plan& plan, Hazards requested) {
       }
     }
   }
+  share_labels(plan);
   plan.hazards.applied = requested != Hazards::automatic ? requested
                          : declares_anywhere(plan)       ? Hazards::validate
                                                          : Hazards::off;
@@ -196,7 +210,7 @@ void infer_edges(Plan& plan) {
   std::vector<std::uint32_t> recording_order(plan.size());
   std::iota(recording_order.begin(), recording_order.end(), 0u);
   const std::vector<Conflict> conflicts =
-      immediate_conflicts(access_lists(plan), recording_order);
+      immediate_conflicts(plan.commands, recording_order);
   const std::vector<Edge>& recorded = plan.edges;  // sorted and distinct
   std::vector<InferredEdge>& inferred = plan.hazards.inferred;
   for (const Conflict& k : conflicts) {
@@ -218,7 +232,7 @@ void infer_edges(Plan& plan) {
 }
 
 void validate_edges(Plan& plan) {
-  std::vector<Conflict> conflicts = immediate_conflicts(access_lists(plan), validation_order(plan));
+  std::vector<Conflict> conflicts = immediate_conflicts(plan.commands, validation_order(plan));
   // Grouped by the later command: one backward search from it, bounded by the earliest
   // position among its partners, finds which of them reach it; a forward search from those
   // that do, inside what the first one found, marks the edges on their paths as needed.

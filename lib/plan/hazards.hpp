@@ -3,8 +3,9 @@
 // check that the explicit edges order every such pair. One analysis for every backend.
 #pragma once
 
-#include "command/memory_access.hpp"
 #include "command/edge.hpp"
+#include "command/memory_access.hpp"
+#include "command/payloads.hpp"
 
 #include <cmdgraph/executable.hpp>
 
@@ -29,7 +30,7 @@ struct Conflict {
 /// it writes, the readers since. Ordering each of these pairs (first before second) orders
 /// every conflicting pair: the rest follow through the writers in between. Runs in time
 /// linear in the accesses and the conflicts, with an interval map per address range.
-std::vector<Conflict> immediate_conflicts(const std::vector<std::vector<MemoryAccess>>& access,
+std::vector<Conflict> immediate_conflicts(const std::vector<CommandRecord>& commands,
                                           const std::vector<std::uint32_t>& sequence);
 
 /// The order validation sweeps `plan` in: topological, earliest recorded first among the

@@ -140,9 +140,7 @@ void record(CommandBuffer& cmd, const Program& p, const Memory& m,
 // between the two commands of an immediate conflict (brute force over the closure), and
 // dropping every unneeded edge leaves every conflicting pair ordered.
 void check_unneeded(const Program& p, const Plan& plan, const std::vector<std::vector<bool>>& reach) {
-  std::vector<std::vector<detail::MemoryAccess>> access;
-  for (const auto& r : plan.commands) access.push_back(r.access);
-  const auto conflicts = detail::immediate_conflicts(access, detail::validation_order(plan));
+  const auto conflicts = detail::immediate_conflicts(plan.commands, detail::validation_order(plan));
   const auto reaches = [&](std::uint32_t a, std::uint32_t b) { return a == b || reach[a][b]; };
   std::set<std::pair<std::uint32_t, std::uint32_t>> unneeded;
   for (const detail::Edge& e : plan.hazards.unneeded) unneeded.emplace(e.parent, e.child);
@@ -181,11 +179,9 @@ TEST_CASE("hazards.validate_agrees_with_the_oracle" * doctest::timeout(120)) {
     // What validate reports, from the analysis itself on the unchecked plan.
     const auto plan = plan_of(cmd, Hazards::off);
     Pairs reported;
-    std::vector<std::vector<detail::MemoryAccess>> access;
-    for (const auto& r : plan->commands) access.push_back(r.access);
     const auto reach = closure(p.touches.size(), p.edges);
     const auto sweep = detail::validation_order(*plan);
-    for (const detail::Conflict& k : detail::immediate_conflicts(access, sweep)) {
+    for (const detail::Conflict& k : detail::immediate_conflicts(plan->commands, sweep)) {
       if (!reach[k.first][k.second]) reported.emplace(k.first, k.second);  // in sweep order
     }
     for (const auto& [a, b] : reported) CHECK(expected.count({std::min(a, b), std::max(a, b)}) == 1);
