@@ -170,8 +170,9 @@ class BasicCommand {
 
   /// Declares that the command reads `memory`: a View, Buffer or HostBuffer, or a subview()
   /// for part of one. `label` names it in hazard errors and DOT (else its address). Kernels,
-  /// parallel_for, host tasks and captures declare; copies and fills declare their source and
-  /// destination themselves; executed buffers and bodies carry their commands' access.
+  /// parallel_for, host tasks and captures declare, and loop_while and if_then what their
+  /// condition reads; copies and fills declare their source and destination themselves;
+  /// executed buffers, loop and if bodies carry their commands' access.
   /// CompileOptions::hazards says what compile() makes of declarations.
   /// \pre A valid handle of an open recording, a command of a kind that declares, memory
   /// that is not null or empty (else Error naming the command, and nothing is recorded).

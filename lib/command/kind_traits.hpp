@@ -19,8 +19,9 @@ struct KindTraits {
   bool updatable = false;         ///< its values change through Executable::update(handle, ...)
   bool in_device_loop = true;     ///< may sit in a loop body on a CUDA device (a conditional
                                   ///< node's body graph)
-  bool declares_access = false;   ///< takes reads()/writes(); else its access is implied by
-                                  ///< what it stores (copies, fills, bodies) or it has none
+  bool declares_access = false;   ///< takes reads()/writes() (a loop's or if's: what its
+                                  ///< condition reads); else its access is implied by what it
+                                  ///< stores (copies, fills, executed buffers) or it has none
   bool device_decided = false;    ///< runs its body as often as a condition evaluated as it
                                   ///< runs says: a conditional node on a CUDA graph, the host;
                                   ///< the streams backend, which enqueues ahead, cannot

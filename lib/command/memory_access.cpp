@@ -15,6 +15,8 @@ std::string address(std::uintptr_t p) {
   return text;
 }
 
+}  // namespace
+
 MemoryAccess access_of(const MemoryRange& range, AccessMode mode) {
   const auto begin = reinterpret_cast<std::uintptr_t>(range.data);
   return {.begin = begin,
@@ -24,8 +26,6 @@ MemoryAccess access_of(const MemoryRange& range, AccessMode mode) {
           .mode = mode,
           .label = {}};
 }
-
-}  // namespace
 
 std::string MemoryAccess::name() const { return label.empty() ? address(origin) : label; }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmdgraph/command.hpp>
+#include <cmdgraph/detail/specs.hpp>
 
 #include <cstdint>
 #include <string>
@@ -26,6 +27,9 @@ struct MemoryAccess {
   /// The same for the part [from, to) of it.
   std::string describe(std::uintptr_t from, std::uintptr_t to) const;
 };
+
+/// How a command touching `range` that way touches it (copies and fills, from their specs).
+MemoryAccess access_of(const MemoryRange& range, AccessMode mode);
 
 /// "reads", "writes" or "reads and writes".
 const char* verb(AccessMode mode) noexcept;

@@ -112,7 +112,7 @@ struct Condition {
 struct LoopPayload {
   static constexpr KindTraits traits{.kind = CommandKind::loop, .name = "loop_while",
                                      .dot_shape = "doubleoctagon", .runs_device_code = true,
-                                     .device_decided = true};
+                                     .declares_access = true, .device_decided = true};
   std::shared_ptr<const Recording> body;
   Condition condition;  // checked before every pass
 };
@@ -120,7 +120,7 @@ struct LoopPayload {
 struct IfPayload {
   static constexpr KindTraits traits{.kind = CommandKind::if_then, .name = "if_then",
                                      .dot_shape = "Mdiamond", .runs_device_code = true,
-                                     .device_decided = true};
+                                     .declares_access = true, .device_decided = true};
   std::shared_ptr<const Recording> body;
   Condition condition;  // checked once, as the command runs
 };

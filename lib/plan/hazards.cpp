@@ -31,18 +31,18 @@ struct Segment {
 
 class Sweep {
  public:
-  explicit Sweep(const std::vector<CommandRecord>& commands) : commands_(commands) {}
+  explicit Sweep(const AccessLists& access) : access_(access) {}
 
   // Records every conflict of command c with what came before it, then what c touches.
   void visit(std::uint32_t c, std::vector<Conflict>& out) {
     const std::size_t first_of_c = out.size();
-    for (std::uint32_t a = 0; a < commands_[c].access.size(); ++a) touch({c, a}, out);
+    for (std::uint32_t a = 0; a < access_[c].size(); ++a) touch({c, a}, out);
     merge_ranges(out, first_of_c);
   }
 
  private:
   void touch(Toucher t, std::vector<Conflict>& out) {
-    const MemoryAccess& x = commands_[t.command].access[t.access];
+    const MemoryAccess& x = access_[t.command][t.access];
     if (x.begin >= x.end) return;
     split_at(x.begin);
     split_at(x.end);
@@ -112,7 +112,7 @@ class Sweep {
     out.resize(kept);
   }
 
-  const std::vector<CommandRecord>& commands_;
+  const AccessLists& access_;
   std::map<std::uintptr_t, Segment> segments_;  // by first byte; never overlapping
 };
 
@@ -135,6 +135,16 @@ void share_labels(Plan& plan) {
   }
 }
 
+// The label accesses of the view starting at `origin` have in `plan` (empty if none).
+std::string label_of(const Plan& plan, std::uintptr_t origin) {
+  for (const CommandRecord& r : plan.commands) {
+    for (const MemoryAccess& a : r.access) {
+      if (a.origin == origin && !a.label.empty()) return a.label;
+    }
+  }
+  return {};
+}
+
 bool declares_anywhere(const Plan& plan) {
   if (plan.hazards.declared > 0) return true;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
@@ -143,9 +153,9 @@ bool declares_anywhere(const Plan& plan) {
   return false;
 }
 
-std::string describe(const Plan& plan, const Conflict& k) {
-  const MemoryAccess& a = plan.command(k.first).access[k.first_access];
-  const MemoryAccess& b = plan.command(k.second).access[k.second_access];
+std::string describe(const Plan& plan, const AccessLists& access, const Conflict& k) {
+  const MemoryAccess& a = access[k.first][k.first_access];
+  const MemoryAccess& b = access[k.second][k.second_access];
   return "command '" + plan.name(k.first) + "' " + verb(a.mode) + " " + a.describe() +
          " while '" + plan.name(k.second) + "' " + verb(b.mode) + " " + b.describe() +
          " with no path between them (" + hazard_kind(a, b) + ")";
@@ -153,9 +163,13 @@ std::string describe(const Plan& plan, const Conflict& k) {
 
 }  // namespace
 
-std::vector<Conflict> immediate_conflicts(const std::vector<CommandRecord>& commands,
+const std::vector<MemoryAccess>& AccessLists::operator[](std::uint32_t c) const {
+  return c == changed_ ? *replacement_ : plan_.command(c).access;
+}
+
+std::vector<Conflict> immediate_conflicts(const AccessLists& access,
                                           const std::vector<std::uint32_t>& sequence) {
-  Sweep sweep(commands);
+  Sweep sweep(access);
   std::vector<Conflict> out;
   for (std::uint32_t c : sequence) sweep.visit(c, out);
   return out;
@@ -210,7 +224,7 @@ void infer_edges(Plan& plan) {
   std::vector<std::uint32_t> recording_order(plan.size());
   std::iota(recording_order.begin(), recording_order.end(), 0u);
   const std::vector<Conflict> conflicts =
-      immediate_conflicts(plan.commands, recording_order);
+      immediate_conflicts(AccessLists(plan), recording_order);
   const std::vector<Edge>& recorded = plan.edges;  // sorted and distinct
   std::vector<InferredEdge>& inferred = plan.hazards.inferred;
   for (const Conflict& k : conflicts) {
@@ -231,8 +245,17 @@ void infer_edges(Plan& plan) {
   std::inplace_merge(plan.edges.begin(), plan.edges.begin() + recorded_count, plan.edges.end());
 }
 
-void validate_edges(Plan& plan) {
-  std::vector<Conflict> conflicts = immediate_conflicts(plan.commands, validation_order(plan));
+namespace {
+
+struct Validation {
+  std::size_t validated = 0;     // conflicting pairs found ordered
+  std::vector<Edge> unneeded;    // as HazardSummary::unneeded, when nothing is unordered
+  std::vector<Conflict> unordered;
+};
+
+Validation check_edges(const Plan& plan, const AccessLists& access) {
+  Validation result;
+  std::vector<Conflict> conflicts = immediate_conflicts(access, validation_order(plan));
   // Grouped by the later command: one backward search from it, bounded by the earliest
   // position among its partners, finds which of them reach it; a forward search from those
   // that do, inside what the first one found, marks the edges on their paths as needed.
@@ -244,7 +267,7 @@ void validate_edges(Plan& plan) {
   std::vector<bool> needed(plan.children.edges(), false);
   std::uint32_t stamp = 0;
   std::vector<std::uint32_t> stack;
-  std::vector<Conflict> unordered;
+  std::vector<Conflict>& unordered = result.unordered;
   for (std::size_t i = 0; i < conflicts.size();) {
     const std::uint32_t later = conflicts[i].second;
     std::size_t j = i;
@@ -271,7 +294,7 @@ void validate_edges(Plan& plan) {
         unordered.push_back(conflicts[i]);
         continue;
       }
-      ++plan.hazards.validated;
+      ++result.validated;
       if (below[earlier] == stamp) continue;
       below[earlier] = stamp;
       stack.assign(1, earlier);
@@ -291,31 +314,35 @@ void validate_edges(Plan& plan) {
       }
     }
   }
-  if (unordered.empty()) {
-    for (std::uint32_t v = 0; v < n; ++v) {
-      if (plan.command(v).access.empty()) continue;
-      const auto children = plan.children[v];
-      for (std::size_t e = 0; e < children.size(); ++e) {
-        if (!needed[plan.children.first_edge(v) + e] && !plan.command(children[e]).access.empty()) {
-          plan.hazards.unneeded.push_back({v, children[e]});
-        }
+  if (!unordered.empty()) return result;
+  for (std::uint32_t v = 0; v < n; ++v) {
+    if (access[v].empty()) continue;
+    const auto children = plan.children[v];
+    for (std::size_t e = 0; e < children.size(); ++e) {
+      if (!needed[plan.children.first_edge(v) + e] && !access[children[e]].empty()) {
+        result.unneeded.push_back({v, children[e]});
       }
     }
-    return;
   }
+  return result;
+}
+
+// Error(hazard) listing `unordered`, after `what` ("command buffer 'x' has" or how an update
+// would leave it).
+[[noreturn]] void throw_hazards(const Plan& plan, const AccessLists& access,
+                                std::vector<Conflict> unordered, const std::string& what) {
   std::sort(unordered.begin(), unordered.end(), [](const Conflict& a, const Conflict& b) {
     return std::tie(a.second, a.first, a.second_access, a.first_access) <
            std::tie(b.second, b.first, b.second_access, b.first_access);
   });
 
   constexpr std::size_t listed = 50;
-  std::string message = "command buffer '" + plan.buffer_name + "' has " +
-                        std::to_string(unordered.size()) +
+  std::string message = what + " " + std::to_string(unordered.size()) +
                         (unordered.size() == 1 ? " hazard" : " hazards") +
                         " (commands touching the same memory, one writing, unordered):";
   std::vector<std::string> names;
   for (std::size_t k = 0; k < unordered.size(); ++k) {
-    if (k < listed) message += "\n  " + describe(plan, unordered[k]);
+    if (k < listed) message += "\n  " + describe(plan, access, unordered[k]);
     for (std::uint32_t c : {unordered[k].first, unordered[k].second}) {
       if (std::find(names.begin(), names.end(), plan.name(c)) == names.end()) {
         names.push_back(plan.name(c));
@@ -326,6 +353,44 @@ void validate_edges(Plan& plan) {
     message += "\n  and " + std::to_string(unordered.size() - listed) + " more";
   }
   throw Error(errc::hazard, message, std::move(names));
+}
+
+}  // namespace
+
+void validate_edges(Plan& plan) {
+  const AccessLists access(plan);
+  Validation v = check_edges(plan, access);
+  if (!v.unordered.empty()) {
+    throw_hazards(plan, access, std::move(v.unordered),
+                  "command buffer '" + plan.buffer_name + "' has");
+  }
+  plan.hazards.validated = v.validated;
+  plan.hazards.unneeded = std::move(v.unneeded);
+}
+
+void check_changed_access(const Plan& plan, std::uint32_t c, std::vector<MemoryAccess> access) {
+  if (plan.hazards.applied == Hazards::off) return;
+  for (MemoryAccess& a : access) a.label = label_of(plan, a.origin);
+  const AccessLists changed(plan, c, access);
+  const std::string who = "update of command '" + plan.name(c) + "'";
+  if (plan.hazards.applied == Hazards::validate) {
+    Validation v = check_edges(plan, changed);
+    if (!v.unordered.empty()) {
+      throw_hazards(plan, changed, std::move(v.unordered), who + " would leave");
+    }
+  } else if (plan.hazards.applied == Hazards::infer) {
+    std::vector<std::uint32_t> recording_order(plan.size());
+    std::iota(recording_order.begin(), recording_order.end(), 0u);
+    for (const Conflict& k : immediate_conflicts(changed, recording_order)) {
+      if (!std::binary_search(plan.edges.begin(), plan.edges.end(), Edge{k.first, k.second})) {
+        throw Error(errc::update_refused,
+                    who + ": what it touches then needs an edge the inferred ones lack ('" +
+                        plan.name(k.first) + "' before '" + plan.name(k.second) +
+                        "'); re-record the buffer and update(CommandBuffer&)",
+                    {plan.name(k.first), plan.name(k.second)});
+      }
+    }
+  }
 }
 
 }  // namespace cmdgraph::detail

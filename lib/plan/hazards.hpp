@@ -17,6 +17,21 @@ namespace cmdgraph::detail {
 
 struct Plan;
 
+/// Every command's access in a plan, or the same with one command's replaced (what an update
+/// of a copy or fill would make of it).
+class AccessLists {
+ public:
+  explicit AccessLists(const Plan& plan) : plan_(plan) {}
+  AccessLists(const Plan& plan, std::uint32_t changed, const std::vector<MemoryAccess>& access)
+      : plan_(plan), changed_(changed), replacement_(&access) {}
+  const std::vector<MemoryAccess>& operator[](std::uint32_t c) const;
+
+ private:
+  const Plan& plan_;
+  std::uint32_t changed_ = ~0u;
+  const std::vector<MemoryAccess>* replacement_ = nullptr;
+};
+
 /// Two commands whose accesses overlap, one of them writing. `first` comes before `second`
 /// in the order the analysis swept.
 struct Conflict {
@@ -30,7 +45,7 @@ struct Conflict {
 /// it writes, the readers since. Ordering each of these pairs (first before second) orders
 /// every conflicting pair: the rest follow through the writers in between. Runs in time
 /// linear in the accesses and the conflicts, with an interval map per address range.
-std::vector<Conflict> immediate_conflicts(const std::vector<CommandRecord>& commands,
+std::vector<Conflict> immediate_conflicts(const AccessLists& access,
                                           const std::vector<std::uint32_t>& sequence);
 
 /// The order validation sweeps `plan` in: topological, earliest recorded first among the
@@ -70,5 +85,9 @@ void infer_edges(Plan& plan);
 /// an edge for each listed pair orders every conflicting pair. Else records the edges that
 /// order none (HazardSummary::unneeded).
 void validate_edges(Plan& plan);
+/// Before an update gives command `c` of a compiled `plan` the access `access` (a copy's or
+/// fill's new memory): under validate, Error(hazard) for pairs its edges would leave
+/// unordered; under infer, Error(update_refused) when an edge it lacks would be needed.
+void check_changed_access(const Plan& plan, std::uint32_t c, std::vector<MemoryAccess> access);
 
 }  // namespace cmdgraph::detail

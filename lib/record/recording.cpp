@@ -121,7 +121,7 @@ void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
     throw Error(errc::invalid_argument,
                 "command " + quoted(name) + " is a " + std::string(traits(kind).name) +
                     ", which cannot declare access: copies and fills declare their memory "
-                    "themselves, executed buffers and bodies their commands'",
+                    "themselves, executed buffers their commands'",
                 {name});
   }
   if (!d.data || d.bytes == 0) {
@@ -178,7 +178,11 @@ std::string describe_handle(CommandRef ref) {
   std::lock_guard lock(r.mutex);
   const auto it = r.open.find(ref.recording);
   if (it == r.open.end() || ref.index >= it->second->commands().size()) {
-    return "#" + std::to_string(ref.index) + " of a destroyed or reset command buffer";
+    // Appended, not `"#" + std::to_string(...)`: GCC 12 at -O3 warns falsely on that form
+    // (-Wrestrict), which -Werror turns into a failed release build.
+    std::string described = "#";
+    described += std::to_string(ref.index);
+    return described + " of a destroyed or reset command buffer";
   }
   return it->second->name() + "/" + it->second->command_name(ref.index);
 }

@@ -92,6 +92,9 @@ void Executable::update_copy(detail::CommandRef command, const detail::CopySpec&
   require(exe, c, detail::problem_with(spec));
   exe.check_memory(c, spec.dst);
   exe.check_memory(c, spec.src);
+  detail::check_changed_access(exe.plan(), c,
+                               {detail::access_of(spec.src, detail::AccessMode::read),
+                                detail::access_of(spec.dst, detail::AccessMode::write)});
   exe.arguments_for_update().assign(copy.spec, &spec);
   exe.apply_update(c);
 }
@@ -102,6 +105,8 @@ void Executable::update_fill(detail::CommandRef command, const detail::FillSpec&
   const auto [c, fill] = locate<detail::FillPayload>(exe, command);
   require(exe, c, detail::problem_with(spec));
   exe.check_memory(c, spec.dst);
+  detail::check_changed_access(exe.plan(), c,
+                               {detail::access_of(spec.dst, detail::AccessMode::write)});
   exe.arguments_for_update().assign(fill.spec, &spec);
   exe.apply_update(c);
 }

@@ -2,11 +2,14 @@
 // a kernel taking tickets with atomicAdd; and the same recordings on every backend give the
 // same per-command run counts.
 #include "cuda/oracle.cuh"
+#include "support/expect_error.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <vector>
 
 using namespace cmdgraph;
 using namespace cmdgraph::testing;
@@ -76,4 +79,32 @@ TEST_CASE("cuda.oracle.same_counts_on_every_backend" * doctest::timeout(300)) {
     CHECK(graph.runs == host.runs);
     CHECK(streams.runs == host.runs);
   }
+}
+
+namespace {
+struct SetTo {
+  float* at;
+  float value;
+  CMDGRAPH_HOST_DEVICE void operator()(std::size_t i) const { at[i] = value; }
+};
+}  // namespace
+
+TEST_CASE("cuda.oracle.hazards_are_the_same_on_every_backend" * doctest::timeout(60)) {
+  // The check is in the plan: the same recording gives the same error on every backend.
+  const Device gpu = Device::cuda(0);
+  Buffer<float> y(gpu, 4096);
+  CommandBuffer cmd("example");
+  cmd.parallel_for(4096, SetTo{y.data(), 1.0f}).named("scale").writes(y, "y");
+  cmd.parallel_for(1024, SetTo{y.data() + 1024, 2.0f})
+      .named("reduce")
+      .reads(y.subview(1024, 1024), "y");
+  std::vector<std::string> messages;  // one loop, not subcases: they compare across backends
+  for (const Backend backend : cuda_backends) {
+    const auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.backend = backend}), errc::hazard);
+    REQUIRE(e);
+    messages.push_back(e->what());
+  }
+  CHECK(messages[1] == messages[0]);
+  CHECK(messages[0].find("command 'scale' writes y[0, 4096) while 'reduce' reads y[1024, 2048)") !=
+        std::string::npos);
 }

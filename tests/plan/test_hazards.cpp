@@ -140,7 +140,7 @@ void record(CommandBuffer& cmd, const Program& p, const Memory& m,
 // between the two commands of an immediate conflict (brute force over the closure), and
 // dropping every unneeded edge leaves every conflicting pair ordered.
 void check_unneeded(const Program& p, const Plan& plan, const std::vector<std::vector<bool>>& reach) {
-  const auto conflicts = detail::immediate_conflicts(plan.commands, detail::validation_order(plan));
+  const auto conflicts = detail::immediate_conflicts(detail::AccessLists(plan), detail::validation_order(plan));
   const auto reaches = [&](std::uint32_t a, std::uint32_t b) { return a == b || reach[a][b]; };
   std::set<std::pair<std::uint32_t, std::uint32_t>> unneeded;
   for (const detail::Edge& e : plan.hazards.unneeded) unneeded.emplace(e.parent, e.child);
@@ -181,7 +181,7 @@ TEST_CASE("hazards.validate_agrees_with_the_oracle" * doctest::timeout(120)) {
     Pairs reported;
     const auto reach = closure(p.touches.size(), p.edges);
     const auto sweep = detail::validation_order(*plan);
-    for (const detail::Conflict& k : detail::immediate_conflicts(plan->commands, sweep)) {
+    for (const detail::Conflict& k : detail::immediate_conflicts(detail::AccessLists(*plan), sweep)) {
       if (!reach[k.first][k.second]) reported.emplace(k.first, k.second);  // in sweep order
     }
     for (const auto& [a, b] : reported) CHECK(expected.count({std::min(a, b), std::max(a, b)}) == 1);
@@ -386,4 +386,69 @@ TEST_CASE("hazards.validate_counts_edges_that_order_nothing" * doctest::timeout(
   CHECK(exe.stats().pairs_validated == 1);
   CHECK(exe.stats().edges_unneeded == 1);
   CHECK(exe.stats().edges_reduced == 3);
+}
+
+TEST_CASE("hazards.loop_bodies_and_conditions_carry_their_access" * doctest::timeout(30)) {
+  Buffer<int> counter(Device::host(), 1), out(Device::host(), 1);
+  int* c = counter.data();
+  CommandBuffer body("body");
+  body.parallel_for(1, [c](std::size_t) { ++*c; }).named("increment").reads_writes(counter, "n");
+  CommandBuffer cmd("looping");
+  const Command reset = cmd.fill(counter, 0, 1).named("reset");
+  Command loop = cmd.loop_while(body, [c] { return *c < 5; }).named("count").reads(counter, "n");
+  cmd.copy(out, counter, 1).named("copy n");  // forgot .after(loop)
+  loop.after(reset);
+  const auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()), errc::hazard);
+  REQUIRE(e);
+  CHECK(e->commands() == std::vector<std::string>{"count", "copy n"});
+  CHECK(mentions(*e, "command 'count' reads and writes n[0, 1) while 'copy n' reads n[0, 1)"));
+
+  Executable exe = compile(cmd, Device::host(), {.hazards = Hazards::infer});
+  CHECK(exe.stats().edges_inferred == 1);  // count -> copy n; reset -> count was recorded
+  Queue q(Device::host());
+  out.data()[0] = -1;
+  exe.launch(q).wait();
+  CHECK(out.data()[0] == 5);
+}
+
+TEST_CASE("hazards.off_keeps_declarations_unchecked" * doctest::timeout(30)) {
+  Buffer<int> y(Device::host(), 8);
+  CommandBuffer cmd("unchecked");
+  cmd.host([] {}).writes(y);
+  cmd.host([] {}).reads(y);
+  Executable exe = compile(cmd, Device::host(), {.hazards = Hazards::off});
+  CHECK(exe.stats().accesses_declared == 2);
+  CHECK(exe.stats().pairs_validated == 0);
+  CHECK(exe.stats().edges_inferred == 0);
+  CHECK(exe.stats().edges_reduced == 0);
+}
+
+TEST_CASE("hazards.updates_that_would_add_a_hazard_are_refused" * doctest::timeout(30)) {
+  Buffer<int> a(Device::host(), 8), b(Device::host(), 8), c(Device::host(), 8);
+  for (const Hazards mode : {Hazards::validate, Hazards::infer}) {
+    CAPTURE(static_cast<int>(mode));
+    CommandBuffer cmd("updated");
+    auto fill = cmd.fill(a, 7, 8).named("fill a");
+    auto copy = cmd.copy(b, a, 8).named("a to b");
+    if (mode == Hazards::validate) copy.after(fill);
+    cmd.host([] {}).named("reads c").reads(c, "c");
+    Executable exe = compile(cmd, Device::host(), {.hazards = mode});
+    exe.update(copy, b, a, 4);  // the same memory: fine
+    if (mode == Hazards::validate) {
+      const auto e = CMDGRAPH_EXPECT_ERROR(exe.update(copy, c, a, 8), errc::hazard);
+      REQUIRE(e);
+      CHECK(mentions(*e, "update of command 'a to b' would leave 1 hazard"));
+      CHECK(mentions(*e, "command 'a to b' writes c[0, 8) while 'reads c' reads c[0, 8)"));
+    } else {
+      const auto e = CMDGRAPH_EXPECT_ERROR(exe.update(fill, c, 1, 8), errc::update_refused);
+      REQUIRE(e);
+      CHECK(e->commands() == std::vector<std::string>{"fill a", "reads c"});
+    }
+    // Refused updates change nothing: the copy still moves a's sevens to b (4 of them).
+    Queue q(Device::host());
+    std::fill(b.data(), b.data() + 8, 0);
+    exe.launch(q).wait();
+    CHECK(b.data()[3] == 7);
+    CHECK(b.data()[4] == 0);
+  }
 }
