@@ -33,17 +33,17 @@ class Sweep {
  public:
   explicit Sweep(const AccessLists& access) : access_(access) {}
 
-  // Records every conflict of command c with what came before it, then what c touches.
+  // Records every conflict of command c with what came before it, then what c touches. One
+  // conflict per pair of accesses: the segments a pair meets are merged into one range.
   void visit(std::uint32_t c, std::vector<Conflict>& out) {
-    const std::size_t first_of_c = out.size();
     for (std::uint32_t a = 0; a < access_[c].size(); ++a) touch({c, a}, out);
-    merge_ranges(out, first_of_c);
   }
 
  private:
   void touch(Toucher t, std::vector<Conflict>& out) {
     const MemoryAccess& x = access_[t.command][t.access];
     if (x.begin >= x.end) return;
+    found_.clear();
     split_at(x.begin);
     split_at(x.end);
     fill_gaps(x.begin, x.end);
@@ -51,18 +51,27 @@ class Sweep {
          ++it) {
       Segment& s = it->second;
       const auto conflict = [&](Toucher earlier) {
-        if (earlier.command != t.command) {
+        if (earlier.command == t.command) return;
+        const std::uint64_t key = (std::uint64_t{earlier.command} << 32) | earlier.access;
+        const auto [at, fresh] = found_.try_emplace(key, out.size());
+        if (fresh) {
           out.push_back({earlier.command, t.command, earlier.access, t.access, it->first, s.end});
+        } else {
+          out[at->second].begin = std::min(out[at->second].begin, it->first);
+          out[at->second].end = std::max(out[at->second].end, s.end);
         }
       };
       if (s.writer) conflict(*s.writer);
       if (x.writes()) {
         for (const Toucher& r : s.readers) conflict(r);
-        s.writer = t;
-        s.readers.clear();
       } else if (s.readers.empty() || s.readers.back().command != t.command) {
         s.readers.push_back(t);
       }
+    }
+    // A write leaves one state over its whole range: one segment, so ranges do not splinter.
+    if (x.writes()) {
+      segments_.erase(segments_.lower_bound(x.begin), segments_.lower_bound(x.end));
+      segments_.emplace(x.begin, Segment{x.end, t, {}});
     }
   }
 
@@ -91,29 +100,9 @@ class Sweep {
     }
   }
 
-  // One conflict per pair of accesses: adjacent segments gave several, merged into one range.
-  static void merge_ranges(std::vector<Conflict>& out, std::size_t from) {
-    const auto key = [](const Conflict& k) {
-      return std::tuple(k.first, k.first_access, k.second_access);
-    };
-    std::sort(out.begin() + static_cast<std::ptrdiff_t>(from), out.end(),
-              [&](const Conflict& a, const Conflict& b) {
-                return key(a) != key(b) ? key(a) < key(b) : a.begin < b.begin;
-              });
-    std::size_t kept = from;
-    for (std::size_t i = from; i < out.size(); ++i) {
-      if (kept > from && key(out[kept - 1]) == key(out[i])) {
-        out[kept - 1].begin = std::min(out[kept - 1].begin, out[i].begin);
-        out[kept - 1].end = std::max(out[kept - 1].end, out[i].end);
-      } else {
-        out[kept++] = out[i];
-      }
-    }
-    out.resize(kept);
-  }
-
   const AccessLists& access_;
   std::map<std::uintptr_t, Segment> segments_;  // by first byte; never overlapping
+  std::unordered_map<std::uint64_t, std::size_t> found_;  // this access's conflicts so far
 };
 
 // An access without a label takes the label another access of the same view has (a copy of a
@@ -255,65 +244,89 @@ struct Validation {
 
 Validation check_edges(const Plan& plan, const AccessLists& access) {
   Validation result;
-  std::vector<Conflict> conflicts = immediate_conflicts(access, validation_order(plan));
-  // Grouped by the later command: one backward search from it, bounded by the earliest
-  // position among its partners, finds which of them reach it; a forward search from those
-  // that do, inside what the first one found, marks the edges on their paths as needed.
-  std::stable_sort(conflicts.begin(), conflicts.end(), [&](const Conflict& a, const Conflict& b) {
-    return plan.position[a.second] < plan.position[b.second];
-  });
   const std::size_t n = plan.size();
-  std::vector<std::uint32_t> above(n, 0), below(n, 0);  // stamps: reaches `later`; on a path
-  std::vector<bool> needed(plan.children.edges(), false);
-  std::uint32_t stamp = 0;
-  std::vector<std::uint32_t> stack;
-  std::vector<Conflict>& unordered = result.unordered;
-  for (std::size_t i = 0; i < conflicts.size();) {
-    const std::uint32_t later = conflicts[i].second;
-    std::size_t j = i;
-    std::uint32_t floor = plan.position[later];
-    for (; j < conflicts.size() && conflicts[j].second == later; ++j) {
-      floor = std::min(floor, plan.position[conflicts[j].first]);
-    }
-    ++stamp;
-    stack.assign(1, later);
-    above[later] = stamp;
-    while (!stack.empty()) {
-      const std::uint32_t v = stack.back();
-      stack.pop_back();
-      for (std::uint32_t p : plan.parents[v]) {
-        if (above[p] != stamp && plan.position[p] >= floor) {
-          above[p] = stamp;
-          stack.push_back(p);
-        }
-      }
-    }
-    for (; i < j; ++i) {
-      const std::uint32_t earlier = conflicts[i].first;
-      if (above[earlier] != stamp) {
-        unordered.push_back(conflicts[i]);
-        continue;
-      }
-      ++result.validated;
-      if (below[earlier] == stamp) continue;
-      below[earlier] = stamp;
-      stack.assign(1, earlier);
-      while (!stack.empty()) {
-        const std::uint32_t v = stack.back();
-        stack.pop_back();
-        const auto children = plan.children[v];
-        for (std::size_t e = 0; e < children.size(); ++e) {
-          const std::uint32_t k = children[e];
-          if (above[k] != stamp) continue;  // leads elsewhere than `later`
-          needed[plan.children.first_edge(v) + e] = true;
-          if (below[k] != stamp) {
-            below[k] = stamp;
-            stack.push_back(k);
-          }
-        }
-      }
+  const std::vector<std::uint32_t> order = validation_order(plan);
+  const std::vector<Conflict> conflicts = immediate_conflicts(access, order);
+  std::vector<std::uint32_t> rank(n);
+  for (std::uint32_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
+
+  // Every kept edge by (parent, child), to its index among the adjacency's edges.
+  std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> kept;
+  kept.reserve(plan.children.edges());
+  for (std::uint32_t v = 0; v < n; ++v) {
+    const auto children = plan.children[v];
+    for (std::size_t e = 0; e < children.size(); ++e) {
+      kept.emplace_back(v, children[e], static_cast<std::uint32_t>(plan.children.first_edge(v) + e));
     }
   }
+  std::sort(kept.begin(), kept.end());
+  std::vector<bool> needed(plan.children.edges(), false);
+
+  // A pair joined by a kept edge is ordered, and that edge is needed. The rest go through
+  // reachability by bitsets: 64 pairs at a time, one pass forward over the window of the
+  // order they span (bit i: reached from pair i's first command) and one backward (bit i:
+  // reaches pair i's second command, for ordered pairs); an edge whose parent has a bit
+  // forward that its child has backward lies on a path between that pair.
+  std::vector<const Conflict*> far;
+  for (const Conflict& k : conflicts) {
+    const auto it = std::lower_bound(kept.begin(), kept.end(),
+                                     std::tuple(k.first, k.second, std::uint32_t{0}));
+    if (it != kept.end() && std::get<0>(*it) == k.first && std::get<1>(*it) == k.second) {
+      ++result.validated;
+      needed[std::get<2>(*it)] = true;
+    } else {
+      far.push_back(&k);
+    }
+  }
+  std::sort(far.begin(), far.end(), [&](const Conflict* x, const Conflict* y) {
+    return rank[x->first] < rank[y->first];
+  });
+  std::vector<std::uint64_t> forward(n, 0), backward(n, 0), starts(n, 0), ends(n, 0);
+  for (std::size_t batch = 0; batch < far.size(); batch += 64) {
+    const std::size_t count = std::min<std::size_t>(64, far.size() - batch);
+    std::uint32_t lo = ~0u, hi = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const Conflict& k = *far[batch + i];
+      starts[k.first] |= std::uint64_t{1} << i;
+      lo = std::min(lo, rank[k.first]);
+      hi = std::max(hi, rank[k.second]);
+    }
+    for (std::uint32_t r = lo; r <= hi; ++r) {
+      const std::uint32_t v = order[r];
+      std::uint64_t bits = starts[v];
+      for (std::uint32_t p : plan.parents[v]) {
+        if (rank[p] >= lo) bits |= forward[p];
+      }
+      forward[v] = bits;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      const Conflict& k = *far[batch + i];
+      const std::uint64_t bit = std::uint64_t{1} << i;
+      if (forward[k.second] & bit) {
+        ++result.validated;
+        ends[k.second] |= bit;
+      } else {
+        result.unordered.push_back(k);
+      }
+    }
+    for (std::uint32_t r = hi + 1; r-- > lo;) {
+      const std::uint32_t v = order[r];
+      std::uint64_t bits = ends[v];
+      const auto children = plan.children[v];
+      for (std::size_t e = 0; e < children.size(); ++e) {
+        const std::uint32_t k = children[e];
+        if (rank[k] > hi) continue;
+        bits |= backward[k];
+        if (forward[v] & backward[k]) needed[plan.children.first_edge(v) + e] = true;
+      }
+      backward[v] = bits;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      starts[far[batch + i]->first] = 0;
+      ends[far[batch + i]->second] = 0;
+    }
+  }
+  const std::vector<Conflict>& unordered = result.unordered;
   if (!unordered.empty()) return result;
   for (std::uint32_t v = 0; v < n; ++v) {
     if (access[v].empty()) continue;
