@@ -32,7 +32,6 @@ enum class Backend : unsigned char {
 /// The backend's name as the enumerator spells it, e.g. "cuda_graph"; never null.
 const char* to_string(Backend backend) noexcept;
 
-/// How compile() builds an executable.
 /// What compile() makes of the memory commands declare they read and write (reads(),
 /// writes(), reads_writes(); copies and fills declare theirs themselves). Two accesses
 /// conflict when their byte ranges overlap and one of them writes.
@@ -50,6 +49,7 @@ enum class Hazards : unsigned char {
   off,
 };
 
+/// How compile() builds an executable.
 struct CompileOptions {
   /// Which backend lowers the plan.
   Backend backend = Backend::automatic;
