@@ -43,8 +43,9 @@ struct Conflict {
 /// The conflicts each command has with the latest earlier commands touching the same bytes,
 /// sweeping commands in `sequence`: the last writer of every part a command touches, and when
 /// it writes, the readers since. Ordering each of these pairs (first before second) orders
-/// every conflicting pair: the rest follow through the writers in between. Runs in time
-/// linear in the accesses and the conflicts, with an interval map per address range.
+/// every conflicting pair: the rest follow through the writers in between. Costs a map
+/// lookup per access plus a step per segment it covers and per conflict (segments split at
+/// every access's ends; a write collapses those it covers into one).
 std::vector<Conflict> immediate_conflicts(const AccessLists& access,
                                           const std::vector<std::uint32_t>& sequence);
 
