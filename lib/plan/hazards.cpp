@@ -61,7 +61,9 @@ class Sweep {
           out[at->second].end = std::max(out[at->second].end, s.end);
         }
       };
-      if (s.writer) conflict(*s.writer);
+      // A write after reads needs no pair with the writer before them: it is ordered after the
+      // readers, and they after that writer.
+      if (s.writer && !(x.writes() && !s.readers.empty())) conflict(*s.writer);
       if (x.writes()) {
         for (const Toucher& r : s.readers) conflict(r);
       } else if (s.readers.empty() || s.readers.back().command != t.command) {

@@ -41,8 +41,8 @@ struct Conflict {
 };
 
 /// The conflicts each command has with the latest earlier commands touching the same bytes,
-/// sweeping commands in `sequence`: the last writer of every part a command touches, and when
-/// it writes, the readers since. Ordering each of these pairs (first before second) orders
+/// sweeping commands in `sequence`: the last writer of every part a command touches (for a
+/// write, only where nobody read since) and, when it writes, the readers since. Ordering each of these pairs (first before second) orders
 /// every conflicting pair: the rest follow through the writers in between. Costs a map
 /// lookup per access plus a step per segment it covers and per conflict (segments split at
 /// every access's ends; a write collapses those it covers into one).
