@@ -5,7 +5,9 @@
 //  - validate: the same edges, and declarations, checked (the default once anything declares);
 //  - infer:    declarations only, the edges inferred;
 //  - off:      declarations and edges, Hazards::off (the cost of recording declarations).
-// Configurations alternate trial by trial; medians of 7. Usage: bench_hazards [commands...]
+// Configurations alternate trial by trial; medians of 7. With --scaled, 1,000 buffers per
+// 10,000 commands instead (memory reused as often at every size, so the conflicting pairs
+// grow with the commands). Usage: bench_hazards [--scaled] [commands...]
 #include <cmdgraph/cmdgraph.hpp>
 
 #include <algorithm>
@@ -13,13 +15,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string_view>
 #include <vector>
 
 using namespace cmdgraph;
 
 namespace {
 
-constexpr std::size_t buffer_count = 1000, buffer_size = 4096;
+constexpr std::size_t buffer_size = 4096;
 
 struct Nop {
   void operator()(std::size_t) const {}
@@ -30,7 +33,8 @@ struct Touch {
   bool write;
 };
 
-std::vector<std::vector<Touch>> random_program(std::size_t n, unsigned seed) {
+std::vector<std::vector<Touch>> random_program(std::size_t n, std::size_t buffer_count,
+                                               unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<std::vector<Touch>> program(n);
   for (auto& touches : program) {
@@ -68,7 +72,7 @@ Trial run(Config config, const std::vector<std::vector<Touch>>& program,
   const bool declare = config != Config::edges, edges = config != Config::infer;
   const auto start = clock::now();
   CommandBuffer cmd("bench_hazards");
-  std::vector<Command> last(buffer_count);  // the last command that touched each buffer
+  std::vector<Command> last(buffers.size());  // the last command that touched each buffer
   for (const auto& touches : program) {
     Command c = cmd.parallel_for(1, Nop{});
     for (const Touch& t : touches) {
@@ -96,16 +100,24 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes;
-  for (int i = 1; i < argc; ++i) sizes.push_back(std::strtoull(argv[i], nullptr, 10));
+  bool scaled = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--scaled") {
+      scaled = true;
+    } else {
+      sizes.push_back(std::strtoull(argv[i], nullptr, 10));
+    }
+  }
   if (sizes.empty()) sizes = {10'000, 100'000};
-  std::vector<Buffer<float>> buffers;
-  for (std::size_t b = 0; b < buffer_count; ++b) buffers.emplace_back(Device::host(), buffer_size);
 
   std::printf("%9s %-9s %10s %11s %10s %9s %9s %9s %9s\n", "commands", "config", "record ms",
               "compile ms", "total ms", "x edges", "edges", "inferred", "checked");
   const Config configs[] = {Config::edges, Config::validate, Config::infer, Config::off};
   for (const std::size_t n : sizes) {
-    const auto program = random_program(n, 14);
+    const std::size_t buffer_count = scaled ? std::max<std::size_t>(1, n / 10) : 1000;
+    std::vector<Buffer<float>> buffers;
+    for (std::size_t b = 0; b < buffer_count; ++b) buffers.emplace_back(Device::host(), buffer_size);
+    const auto program = random_program(n, buffer_count, 14);
     std::vector<double> record[4], compile[4];
     ExecutableStats stats[4];
     for (int trial = 0; trial < 7; ++trial) {

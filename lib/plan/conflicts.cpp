@@ -5,100 +5,233 @@
 #include "plan/plan.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
-#include <optional>
-#include <unordered_map>
+#include <utility>
 
 namespace cmdgraph::detail {
 namespace {
 
 struct Toucher {
   std::uint32_t command, access;
+  std::uint64_t key() const noexcept { return (std::uint64_t{command} << 32) | access; }
 };
 
-// A maximal range of bytes touched alike so far: its last writer and the readers since.
+constexpr std::uint32_t none = ~0u;
+
+// A maximal range of bytes touched alike so far: its last writer and the readers since, the
+// newest first in a list shared with the segments split from the same one.
 struct Segment {
-  std::uintptr_t end;
-  std::optional<Toucher> writer;
-  std::vector<Toucher> readers;
+  std::uintptr_t begin, end;
+  Toucher writer{none, 0};
+  std::uint32_t readers = none;  // index of the newest in Sweep::readers_, or none
 };
 
+// One access to sweep: who, where, and its place in the sweep (conflicts come out by it).
+struct Visit {
+  Toucher toucher;
+  std::uintptr_t begin, end;
+  std::uint32_t cluster;
+  std::uint32_t step;  // position among every access visited
+};
+
+// The accesses in groups of overlapping ones (a cluster: a connected run of byte ranges),
+// each group in sweep order. Accesses of different clusters cannot conflict, so each cluster
+// is swept on its own, with a short sorted vector of segments instead of one map over all.
+std::vector<Visit> clustered(const AccessLists& access, const std::vector<std::uint32_t>& sequence) {
+  std::vector<Visit> visits;
+  for (std::uint32_t c : sequence) {
+    for (std::uint32_t a = 0; a < access[c].size(); ++a) {
+      const MemoryAccess& x = access[c][a];
+      if (x.begin < x.end) {
+        visits.push_back({{c, a}, x.begin, x.end, 0, static_cast<std::uint32_t>(visits.size())});
+      }
+    }
+  }
+  std::vector<std::pair<std::uintptr_t, std::uint32_t>> by_begin(visits.size());
+  for (std::uint32_t i = 0; i < by_begin.size(); ++i) by_begin[i] = {visits[i].begin, i};
+  std::sort(by_begin.begin(), by_begin.end());
+  std::uint32_t cluster = 0;
+  std::uintptr_t reach = 0;
+  for (std::size_t i = 0; i < by_begin.size(); ++i) {
+    Visit& x = visits[by_begin[i].second];
+    if (i > 0 && x.begin >= reach) ++cluster;
+    reach = i == 0 ? x.end : std::max(reach, x.end);
+    x.cluster = cluster;
+  }
+  // By cluster, each in sweep order (a counting sort: clusters are numbered densely).
+  std::vector<std::uint32_t> starts(cluster + 2, 0);
+  for (const Visit& v : visits) ++starts[v.cluster + 1];
+  for (std::size_t k = 1; k < starts.size(); ++k) starts[k] += starts[k - 1];
+  std::vector<Visit> grouped(visits.size());
+  for (const Visit& v : visits) grouped[starts[v.cluster]++] = v;
+  return grouped;
+}
+
+// A cluster's segments in order: a sorted vector for small clusters (cheapest), a map for
+// large ones (where shifting the vector at every access would make the sweep quadratic).
+class SegmentVector {
+ public:
+  using iterator = std::vector<Segment>::iterator;
+  static Segment& at(iterator it) { return *it; }
+  void clear() { segments_.clear(); }
+  // The segments that overlap [begin, end).
+  std::pair<iterator, iterator> overlapping(std::uintptr_t begin, std::uintptr_t end) {
+    const auto first = std::partition_point(segments_.begin(), segments_.end(),
+                                            [&](const Segment& s) { return s.end <= begin; });
+    return {first, std::partition_point(first, segments_.end(),
+                                        [&](const Segment& s) { return s.begin < end; })};
+  }
+  void replace(iterator first, iterator last, const std::vector<Segment>& pieces) {
+    segments_.insert(segments_.erase(first, last), pieces.begin(), pieces.end());
+  }
+
+ private:
+  std::vector<Segment> segments_;
+};
+
+class SegmentMap {
+ public:
+  using iterator = std::map<std::uintptr_t, Segment>::iterator;
+  static Segment& at(iterator it) { return it->second; }
+  void clear() { segments_.clear(); }
+  std::pair<iterator, iterator> overlapping(std::uintptr_t begin, std::uintptr_t end) {
+    auto first = segments_.upper_bound(begin);
+    if (first != segments_.begin() && std::prev(first)->second.end > begin) --first;
+    return {first, segments_.lower_bound(end)};
+  }
+  void replace(iterator first, iterator last, const std::vector<Segment>& pieces) {
+    auto hint = segments_.erase(first, last);
+    for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) hint = segments_.emplace_hint(hint, it->begin, *it);
+  }
+
+ private:
+  std::map<std::uintptr_t, Segment> segments_;
+};
+
+// The sweep of one cluster at a time.
 class Sweep {
  public:
   explicit Sweep(const AccessLists& access) : access_(access) {}
 
-  // Records every conflict of command c with what came before it, then what c touches. One
-  // conflict per pair of accesses: the segments a pair meets are merged into one range.
-  void visit(std::uint32_t c, std::vector<Conflict>& out) {
-    for (std::uint32_t a = 0; a < access_[c].size(); ++a) touch({c, a}, out);
+  // Clusters of more accesses than this keep their segments in a map.
+  static constexpr std::size_t small_cluster = 256;
+
+  void start_cluster(std::size_t accesses) {
+    small_ = accesses <= small_cluster;
+    small_ ? vector_.clear() : map_.clear();
+    readers_.clear();
+  }
+
+  void touch(Toucher t, std::vector<Conflict>& out) {
+    small_ ? touch(vector_, t, out) : touch(map_, t, out);
   }
 
  private:
-  void touch(Toucher t, std::vector<Conflict>& out) {
+
+  // Appends every conflict of access t with what came before it in its cluster, one per
+  // earlier access (the segments a pair meets merged into one range) in the order they are
+  // first met, then records what t touches.
+  template <class Segments>
+  void touch(Segments& segments, Toucher t, std::vector<Conflict>& out) {
     const MemoryAccess& x = access_[t.command][t.access];
-    if (x.begin >= x.end) return;
-    found_.clear();
-    split_at(x.begin);
-    split_at(x.end);
-    fill_gaps(x.begin, x.end);
-    for (auto it = segments_.lower_bound(x.begin); it != segments_.end() && it->first < x.end;
-         ++it) {
-      Segment& s = it->second;
-      const auto conflict = [&](Toucher earlier) {
-        if (earlier.command == t.command) return;
-        const std::uint64_t key = (std::uint64_t{earlier.command} << 32) | earlier.access;
-        const auto [at, fresh] = found_.try_emplace(key, out.size());
-        if (fresh) {
-          out.push_back({earlier.command, t.command, earlier.access, t.access, it->first, s.end});
-        } else {
-          out[at->second].begin = std::min(out[at->second].begin, it->first);
-          out[at->second].end = std::max(out[at->second].end, s.end);
-        }
-      };
-      // A write after reads needs no pair with the writer before them: it is ordered after the
-      // readers, and they after that writer.
-      if (s.writer && !(x.writes() && !s.readers.empty())) conflict(*s.writer);
-      if (x.writes()) {
-        for (const Toucher& r : s.readers) conflict(r);
-      } else if (s.readers.empty() || s.readers.back().command != t.command) {
-        s.readers.push_back(t);
-      }
+    // The segments [first, last) overlap x; pieces_ gets what replaces them.
+    const auto [first, last] = segments.overlapping(x.begin, x.end);
+    pieces_.clear();
+    met_.clear();
+    if (first != last && Segments::at(first).begin < x.begin) {
+      pieces_.push_back(Segments::at(first));
+      pieces_.back().end = x.begin;
+    }
+    std::uintptr_t at = x.begin;
+    for (auto it = first;; ++it) {
+      const std::uintptr_t next = it == last ? x.end : std::max(Segments::at(it).begin, x.begin);
+      if (at < next) visit_part(t, x, Segment{at, next});  // untouched bytes
+      if (it == last) break;
+      Segment part = Segments::at(it);
+      part.begin = std::max(part.begin, x.begin);
+      part.end = std::min(part.end, x.end);
+      at = part.end;
+      visit_part(t, x, part);
+    }
+    if (first != last && Segments::at(std::prev(last)).end > x.end) {
+      pieces_.push_back(Segments::at(std::prev(last)));
+      pieces_.back().begin = x.end;
     }
     // A write leaves one state over its whole range: one segment, so ranges do not splinter.
     if (x.writes()) {
-      segments_.erase(segments_.lower_bound(x.begin), segments_.lower_bound(x.end));
-      segments_.emplace(x.begin, Segment{x.end, t, {}});
+      const auto after = std::find_if(pieces_.begin(), pieces_.end(),
+                                      [&](const Segment& s) { return s.begin >= x.end; });
+      pieces_.insert(after, Segment{x.begin, x.end, t});
+    }
+    segments.replace(first, last, pieces_);
+    emit(t, out);
+  }
+
+  // The part of x over one segment's bytes: its conflicts, and (for a read) the segment as x
+  // leaves it.
+  void visit_part(Toucher t, const MemoryAccess& x, Segment part) {
+    const auto conflict = [&](Toucher earlier) {
+      if (earlier.command != t.command) met_.push_back({earlier, part.begin, part.end});
+    };
+    // A write after reads needs no pair with the writer before them: it is ordered after the
+    // readers, and they after that writer.
+    if (part.writer.command != none && !(x.writes() && part.readers != none)) {
+      conflict(part.writer);
+    }
+    if (x.writes()) {
+      for (std::uint32_t r = part.readers; r != none; r = readers_[r].next) {
+        conflict(readers_[r].reader);
+      }
+    } else {
+      if (part.readers == none || readers_[part.readers].reader.command != t.command) {
+        readers_.push_back({t, part.readers});
+        part.readers = static_cast<std::uint32_t>(readers_.size() - 1);
+      }
+      pieces_.push_back(part);
     }
   }
 
-  // Splits the segment that strictly contains `at`, so a segment starts there.
-  void split_at(std::uintptr_t at) {
-    auto it = segments_.upper_bound(at);
-    if (it == segments_.begin()) return;
-    --it;
-    if (it->first < at && at < it->second.end) {
-      Segment tail = it->second;
-      it->second.end = at;
-      segments_.emplace_hint(std::next(it), at, std::move(tail));
+  // The conflicts met, one per earlier access (its ranges merged), in the order first met.
+  void emit(Toucher t, std::vector<Conflict>& out) {
+    for (std::uint32_t i = 0; i < met_.size(); ++i) met_[i].order = i;
+    std::sort(met_.begin(), met_.end(), [](const Met& a, const Met& b) {
+      return std::pair(a.earlier.key(), a.order) < std::pair(b.earlier.key(), b.order);
+    });
+    std::size_t merged = 0;
+    for (std::size_t i = 0; i < met_.size(); ++i) {
+      if (merged > 0 && met_[merged - 1].earlier.key() == met_[i].earlier.key()) {
+        met_[merged - 1].begin = std::min(met_[merged - 1].begin, met_[i].begin);
+        met_[merged - 1].end = std::max(met_[merged - 1].end, met_[i].end);
+      } else {
+        met_[merged++] = met_[i];
+      }
+    }
+    met_.resize(merged);
+    std::sort(met_.begin(), met_.end(), [](const Met& a, const Met& b) { return a.order < b.order; });
+    for (const Met& m : met_) {
+      out.push_back({m.earlier.command, t.command, m.earlier.access, t.access, m.begin, m.end});
     }
   }
 
-  // Makes untouched bytes of [begin, end) segments of their own, with no one behind them.
-  void fill_gaps(std::uintptr_t begin, std::uintptr_t end) {
-    std::uintptr_t at = begin;
-    auto it = segments_.lower_bound(begin);
-    while (at < end) {
-      const std::uintptr_t next = (it == segments_.end() || it->first >= end) ? end : it->first;
-      if (at < next) it = std::next(segments_.emplace_hint(it, at, Segment{next, {}, {}}));
-      if (it == segments_.end() || it->first >= end) break;
-      at = it->second.end;
-      ++it;
-    }
-  }
+  struct Met {
+    Toucher earlier;
+    std::uintptr_t begin, end;
+    std::uint32_t order = 0;
+  };
 
   const AccessLists& access_;
-  std::map<std::uintptr_t, Segment> segments_;  // by first byte; never overlapping
-  std::unordered_map<std::uint64_t, std::size_t> found_;  // this access's conflicts so far
+  struct Reader {
+    Toucher reader;
+    std::uint32_t next;  // the reader before it, or none
+  };
+
+  bool small_ = true;
+  SegmentVector vector_;           // the segments, by first byte, never overlapping,
+  SegmentMap map_;                 // in one of these
+  std::vector<Reader> readers_;    // the lists of readers of this cluster's segments
+  std::vector<Segment> pieces_;    // what replaces the segments an access overlaps
+  std::vector<Met> met_;           // the current access's conflicts, one per segment met
 };
 
 }  // namespace
@@ -110,8 +243,23 @@ const std::vector<MemoryAccess>& AccessLists::operator[](std::uint32_t c) const 
 std::vector<Conflict> immediate_conflicts(const AccessLists& access,
                                           const std::vector<std::uint32_t>& sequence) {
   Sweep sweep(access);
+  const std::vector<Visit> visits = clustered(access, sequence);
+  std::vector<Conflict> found;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> found_at(visits.size());  // by step
+  for (std::size_t i = 0; i < visits.size(); ++i) {
+    if (i == 0 || visits[i].cluster != visits[i - 1].cluster) {
+      std::size_t size = 1;
+      while (i + size < visits.size() && visits[i + size].cluster == visits[i].cluster) ++size;
+      sweep.start_cluster(size);
+    }
+    const auto before = static_cast<std::uint32_t>(found.size());
+    sweep.touch(visits[i].toucher, found);
+    found_at[visits[i].step] = {before, static_cast<std::uint32_t>(found.size())};
+  }
+  // In sweep order again: each access's conflicts in the order it met them.
   std::vector<Conflict> out;
-  for (std::uint32_t c : sequence) sweep.visit(c, out);
+  out.reserve(found.size());
+  for (const auto& [from, to] : found_at) out.insert(out.end(), found.begin() + from, found.begin() + to);
   return out;
 }
 

@@ -3,10 +3,12 @@
 #include "plan/hazards.hpp"
 
 #include "plan/plan.hpp"
+#include "plan/reach.hpp"
 
 #include <cmdgraph/error.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <numeric>
 #include <queue>
@@ -115,20 +117,19 @@ void infer_edges(Plan& plan) {
   const std::vector<Conflict> conflicts =
       immediate_conflicts(AccessLists(plan), recording_order);
   const std::vector<Edge>& recorded = plan.edges;  // sorted and distinct
-  std::vector<InferredEdge>& inferred = plan.hazards.inferred;
-  for (const Conflict& k : conflicts) {
-    const Edge e{k.first, k.second};
-    if (!std::binary_search(recorded.begin(), recorded.end(), e)) {
-      inferred.push_back({e, plan.command(k.first).access[k.first_access].name()});
-    }
+  // Each new edge, with the first conflict that asks for it (which names its memory).
+  std::vector<std::pair<Edge, std::uint32_t>> wanted;
+  for (std::uint32_t i = 0; i < conflicts.size(); ++i) {
+    const Edge e{conflicts[i].first, conflicts[i].second};
+    if (!std::binary_search(recorded.begin(), recorded.end(), e)) wanted.emplace_back(e, i);
   }
-  const auto by_edge = [](const InferredEdge& a, const InferredEdge& b) { return a.edge < b.edge; };
-  std::stable_sort(inferred.begin(), inferred.end(), by_edge);  // the first conflict names it
-  inferred.erase(std::unique(inferred.begin(), inferred.end(),
-                             [](const InferredEdge& a, const InferredEdge& b) {
-                               return a.edge == b.edge;
-                             }),
-                 inferred.end());
+  std::sort(wanted.begin(), wanted.end());
+  std::vector<InferredEdge>& inferred = plan.hazards.inferred;
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    if (i > 0 && wanted[i].first == wanted[i - 1].first) continue;
+    const Conflict& k = conflicts[wanted[i].second];
+    inferred.push_back({wanted[i].first, plan.command(k.first).access[k.first_access].name()});
+  }
   const auto recorded_count = static_cast<std::ptrdiff_t>(plan.edges.size());
   for (const InferredEdge& e : inferred) plan.edges.push_back(e.edge);
   std::inplace_merge(plan.edges.begin(), plan.edges.begin() + recorded_count, plan.edges.end());
@@ -150,82 +151,46 @@ Validation check_edges(const Plan& plan, const AccessLists& access) {
   std::vector<std::uint32_t> rank(n);
   for (std::uint32_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
 
-  // Every kept edge by (parent, child), to its index among the adjacency's edges.
-  std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> kept;
-  kept.reserve(plan.children.edges());
-  for (std::uint32_t v = 0; v < n; ++v) {
-    const auto children = plan.children[v];
-    for (std::size_t e = 0; e < children.size(); ++e) {
-      kept.emplace_back(v, children[e], static_cast<std::uint32_t>(plan.children.first_edge(v) + e));
-    }
-  }
-  std::sort(kept.begin(), kept.end());
+  // Is each pair ordered? Forward from each pair's first command, in passes (plan/reach.hpp).
+  // Then backward from each ordered pair's second command (bit u: reaches a partner of u the
+  // pair with which is ordered): an edge whose parent has a bit forward that its child has
+  // backward lies on a path between such a pair, so it is needed.
+  std::vector<Edge> questions;
+  questions.reserve(conflicts.size());
+  for (const Conflict& k : conflicts) questions.push_back({k.first, k.second});
   std::vector<bool> needed(plan.children.edges(), false);
-
-  // A pair joined by a kept edge is ordered, and that edge is needed. The rest go through
-  // reachability by bitsets: 64 pairs at a time, one pass forward over the window of the
-  // order they span (bit i: reached from pair i's first command) and one backward (bit i:
-  // reaches pair i's second command, for ordered pairs); an edge whose parent has a bit
-  // forward that its child has backward lies on a path between that pair.
-  std::vector<const Conflict*> far;
-  for (const Conflict& k : conflicts) {
-    const auto it = std::lower_bound(kept.begin(), kept.end(),
-                                     std::tuple(k.first, k.second, std::uint32_t{0}));
-    if (it != kept.end() && std::get<0>(*it) == k.first && std::get<1>(*it) == k.second) {
-      ++result.validated;
-      needed[std::get<2>(*it)] = true;
-    } else {
-      far.push_back(&k);
-    }
-  }
-  std::sort(far.begin(), far.end(), [&](const Conflict* x, const Conflict* y) {
-    return rank[x->first] < rank[y->first];
-  });
-  std::vector<std::uint64_t> forward(n, 0), backward(n, 0), starts(n, 0), ends(n, 0);
-  for (std::size_t batch = 0; batch < far.size(); batch += 64) {
-    const std::size_t count = std::min<std::size_t>(64, far.size() - batch);
-    std::uint32_t lo = ~0u, hi = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      const Conflict& k = *far[batch + i];
-      starts[k.first] |= std::uint64_t{1} << i;
-      lo = std::min(lo, rank[k.first]);
-      hi = std::max(hi, rank[k.second]);
-    }
-    for (std::uint32_t r = lo; r <= hi; ++r) {
-      const std::uint32_t v = order[r];
-      std::uint64_t bits = starts[v];
-      for (std::uint32_t p : plan.parents[v]) {
-        if (rank[p] >= lo) bits |= forward[p];
-      }
-      forward[v] = bits;
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-      const Conflict& k = *far[batch + i];
-      const std::uint64_t bit = std::uint64_t{1} << i;
-      if (forward[k.second] & bit) {
+  std::vector<std::uint32_t> bit_of(n, Reach::no_bit);
+  std::vector<Reach> forward, backward;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ends;  // ordered: second's rank, bit
+  in_passes(questions, rank, bit_of, [&](const std::vector<std::uint32_t>& ids,
+                                         std::uint32_t lo, std::uint32_t hi) {
+    reach_forward(order, rank, lo, hi, bit_of, plan.parents, forward);
+    ends.clear();
+    for (const std::uint32_t i : ids) {
+      const auto [u, v] = questions[i];
+      if (forward[rank[v] - lo].test(bit_of[u])) {
         ++result.validated;
-        ends[k.second] |= bit;
+        ends.emplace_back(rank[v], bit_of[u]);
       } else {
-        result.unordered.push_back(k);
+        result.unordered.push_back(conflicts[i]);
       }
     }
+    std::sort(ends.begin(), ends.end(), std::greater<>());
+    if (backward.size() < hi - lo + 1) backward.resize(hi - lo + 1);
+    auto next_end = ends.begin();
     for (std::uint32_t r = hi + 1; r-- > lo;) {
       const std::uint32_t v = order[r];
-      std::uint64_t bits = ends[v];
+      Reach& row = backward[r - lo] = Reach{};
+      for (; next_end != ends.end() && next_end->first == r; ++next_end) row.set(next_end->second);
       const auto children = plan.children[v];
       for (std::size_t e = 0; e < children.size(); ++e) {
-        const std::uint32_t k = children[e];
-        if (rank[k] > hi) continue;
-        bits |= backward[k];
-        if (forward[v] & backward[k]) needed[plan.children.first_edge(v) + e] = true;
+        const std::uint32_t c = rank[children[e]];
+        if (c > hi) continue;
+        row |= backward[c - lo];
+        if (forward[r - lo].meets(backward[c - lo])) needed[plan.children.first_edge(v) + e] = true;
       }
-      backward[v] = bits;
     }
-    for (std::size_t i = 0; i < count; ++i) {
-      starts[far[batch + i]->first] = 0;
-      ends[far[batch + i]->second] = 0;
-    }
-  }
+  });
   const std::vector<Conflict>& unordered = result.unordered;
   if (!unordered.empty()) return result;
   for (std::uint32_t v = 0; v < n; ++v) {

@@ -42,10 +42,12 @@ struct Conflict {
 
 /// The conflicts each command has with the latest earlier commands touching the same bytes,
 /// sweeping commands in `sequence`: the last writer of every part a command touches (for a
-/// write, only where nobody read since) and, when it writes, the readers since. Ordering each of these pairs (first before second) orders
-/// every conflicting pair: the rest follow through the writers in between. Costs a map
-/// lookup per access plus a step per segment it covers and per conflict (segments split at
-/// every access's ends; a write collapses those it covers into one).
+/// write, only where nobody read since) and, when it writes, the readers since. Ordering
+/// each of these pairs (first before second) orders every conflicting pair: the rest follow
+/// through the writers in between. The accesses are first sorted into clusters of
+/// overlapping ranges, each swept on its own: a binary search per access plus a step per
+/// segment it covers and per conflict (segments split at every access's ends; a write
+/// collapses those it covers into one).
 std::vector<Conflict> immediate_conflicts(const AccessLists& access,
                                           const std::vector<std::uint32_t>& sequence);
 

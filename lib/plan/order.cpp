@@ -2,6 +2,9 @@
 // the transitive reduction, by searches pruned with two topological orders and levels.
 #include "plan/order.hpp"
 
+#include "plan/adjacency.hpp"
+#include "plan/reach.hpp"
+
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/depth_first_search.hpp>
 #include <boost/graph/topological_sort.hpp>
@@ -214,6 +217,57 @@ std::vector<Edge> transitive_reduction(std::size_t vertices, const std::vector<E
     }
   }
   if (edges_examined) *edges_examined = examined;
+  return kept;
+}
+
+// An edge u -> v is implied by another path when some other parent of v is reached from u;
+// one forward walk per pass answers that for a bit per u (plan/reach.hpp). Vertices with one
+// child keep it without a question.
+std::vector<Edge> transitive_reduction_by_reach(std::size_t vertices,
+                                                const std::vector<Edge>& edges,
+                                                const std::vector<std::uint32_t>& position) {
+  std::vector<std::uint32_t> order(vertices), out_degree(vertices, 0);
+  for (std::uint32_t v = 0; v < vertices; ++v) order[position[v]] = v;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> up;
+  up.reserve(edges.size());
+  for (const Edge& e : edges) {
+    ++out_degree[e.parent];
+    up.emplace_back(e.child, e.parent);
+  }
+  const Adjacency parents = Adjacency::from_pairs(vertices, up);
+  std::vector<Edge> questions;
+  for (const Edge& e : edges) {
+    if (out_degree[e.parent] > 1) questions.push_back(e);
+  }
+  std::vector<bool> implied(questions.size(), false);
+  std::vector<std::uint32_t> bit_of(vertices, Reach::no_bit);
+  std::vector<Reach> rows;
+  in_passes(questions, position, bit_of, [&](const std::vector<std::uint32_t>& ids,
+                                             std::uint32_t lo, std::uint32_t hi) {
+    reach_forward(order, position, lo, hi, bit_of, parents, rows);
+    for (const std::uint32_t i : ids) {
+      const auto [u, v] = questions[i];
+      for (std::uint32_t p : parents[v]) {
+        if (p != u && position[p] >= lo && rows[position[p] - lo].test(bit_of[u])) {
+          implied[i] = true;
+          break;
+        }
+      }
+    }
+  });
+
+  // As transitive_reduction gives them: by parent, each one's children in position order.
+  std::vector<Edge> kept;
+  kept.reserve(edges.size());
+  for (std::size_t i = 0; i < questions.size(); ++i) {
+    if (!implied[i]) kept.push_back(questions[i]);
+  }
+  for (const Edge& e : edges) {
+    if (out_degree[e.parent] == 1) kept.push_back(e);
+  }
+  std::sort(kept.begin(), kept.end(), [&](const Edge& a, const Edge& b) {
+    return std::pair(a.parent, position[a.child]) < std::pair(b.parent, position[b.child]);
+  });
   return kept;
 }
 

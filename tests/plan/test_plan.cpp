@@ -1,6 +1,7 @@
 // The build stage: order, transitive reduction against brute force, levels, critical path,
 // flattening, and 100,000-command shapes without recursion.
 #include "plan/flat_plan.hpp"
+#include "plan/order.hpp"
 #include "plan/plan.hpp"
 #include "support/random_dag.hpp"
 
@@ -92,6 +93,28 @@ TEST_CASE("plan.reduction.matches_brute_force" * doctest::timeout(120)) {
     CommandBuffer cmd("reduce");
     record(cmd, dag);
     CHECK(reduced_edges(*plan_of(cmd)) == brute_force_reduction(dag));
+  }
+}
+
+TEST_CASE("plan.reduction.by_reach_matches_the_search" * doctest::timeout(120)) {
+  // The bitset reduction (used under Hazards::infer) gives the search's edges in its order,
+  // over shapes with wide fans and DAGs large enough for several passes of 512 sources.
+  const DagShape shapes[] = {DagShape::layered, DagShape::random, DagShape::shuffled, DagShape::fan,
+                             DagShape::chain};
+  for (std::uint32_t seed = 0; seed < 40; ++seed) {
+    const std::size_t n = seed < 30 ? 2 + seed * 7 : 1500 + seed * 40;
+    const Dag dag = random_dag(shapes[seed % 5], n, seed);
+    CAPTURE(seed);
+    CommandBuffer cmd("reduce");
+    record(cmd, dag);
+    const auto plan = plan_of(cmd);
+    const auto searched = detail::transitive_reduction(n, plan->edges, plan->position);
+    CHECK(detail::transitive_reduction_by_reach(n, plan->edges, plan->position) == searched);
+    if (n < 200) {
+      EdgeSet kept;
+      for (const detail::Edge& e : searched) kept.emplace(e.parent, e.child);
+      CHECK(kept == brute_force_reduction(dag));
+    }
   }
 }
 
