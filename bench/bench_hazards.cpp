@@ -5,9 +5,11 @@
 //  - validate: the same edges, and declarations, checked (the default once anything declares);
 //  - infer:    declarations only, the edges inferred;
 //  - off:      declarations and edges, Hazards::off (the cost of recording declarations).
-// Configurations alternate trial by trial; medians of 7. With --scaled, 1,000 buffers per
-// 10,000 commands instead (memory reused as often at every size, so the conflicting pairs
-// grow with the commands). Usage: bench_hazards [--scaled] [commands...]
+// Configurations alternate trial by trial; medians of 7. With --nearby, memory is reused
+// nearby instead, as in pipelines and frame loops: a buffer per 10 commands, each command
+// touching one of the 100 after its tenth (every buffer within 1,000 commands), so the
+// conflicting pairs and how far they reach stay the same per command at every size.
+// Usage: bench_hazards [--nearby] [commands...]
 #include <cmdgraph/cmdgraph.hpp>
 
 #include <algorithm>
@@ -34,14 +36,14 @@ struct Touch {
 };
 
 std::vector<std::vector<Touch>> random_program(std::size_t n, std::size_t buffer_count,
-                                               unsigned seed) {
+                                               bool nearby, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<std::vector<Touch>> program(n);
-  for (auto& touches : program) {
+  for (std::size_t c = 0; c < n; ++c) {
     for (std::size_t k = 1 + rng() % 3; k > 0; --k) {
       const std::size_t count = 1 + rng() % 1024;
-      touches.push_back({rng() % buffer_count, rng() % (buffer_size - count + 1), count,
-                         rng() % 3 == 0});
+      const std::size_t buffer = nearby ? (c / 10 + rng() % 100) % buffer_count : rng() % buffer_count;
+      program[c].push_back({buffer, rng() % (buffer_size - count + 1), count, rng() % 3 == 0});
     }
   }
   return program;
@@ -100,10 +102,10 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes;
-  bool scaled = false;
+  bool nearby = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "--scaled") {
-      scaled = true;
+    if (std::string_view(argv[i]) == "--nearby") {
+      nearby = true;
     } else {
       sizes.push_back(std::strtoull(argv[i], nullptr, 10));
     }
@@ -114,10 +116,10 @@ int main(int argc, char** argv) {
               "compile ms", "total ms", "x edges", "edges", "inferred", "checked");
   const Config configs[] = {Config::edges, Config::validate, Config::infer, Config::off};
   for (const std::size_t n : sizes) {
-    const std::size_t buffer_count = scaled ? std::max<std::size_t>(1, n / 10) : 1000;
+    const std::size_t buffer_count = nearby ? std::max<std::size_t>(100, n / 10) : 1000;
     std::vector<Buffer<float>> buffers;
     for (std::size_t b = 0; b < buffer_count; ++b) buffers.emplace_back(Device::host(), buffer_size);
-    const auto program = random_program(n, buffer_count, 14);
+    const auto program = random_program(n, buffer_count, nearby, 14);
     std::vector<double> record[4], compile[4];
     ExecutableStats stats[4];
     for (int trial = 0; trial < 7; ++trial) {
