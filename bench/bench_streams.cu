@@ -5,6 +5,8 @@
 #include <cmdgraph/cmdgraph.hpp>
 
 #include <cstdio>
+#include <random>
+#include <set>
 #include <vector>
 
 using namespace cmdgraph;
@@ -18,17 +20,31 @@ __global__ void busy_kernel(long long cycles) {
   }
 }
 
-constexpr int lanes = 4;
+constexpr int default_lanes = 4;
+
+// A random DAG: vertex v after 1-3 parents among all earlier vertices (fixed seed).
+std::vector<std::vector<int>> random_parents(int n) {
+  std::mt19937 rng(7);
+  std::vector<std::vector<int>> parents(n);
+  for (int v = 1; v < n; ++v) {
+    std::set<int> ps;
+    for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) ps.insert(static_cast<int>(rng() % v));
+    parents[v].assign(ps.begin(), ps.end());
+  }
+  return parents;
+}
 
 // Hand-written: `chains` chains, chain c on stream c % lanes (stream 0 is the caller's),
 // fork and join events.
 struct HandChains {
+  int lanes;
   cudaStream_t main;
   std::vector<cudaStream_t> s;
   cudaEvent_t fork;
   std::vector<cudaEvent_t> join;
   int waits = 0;
-  explicit HandChains(cudaStream_t m) : main(m), s(lanes), join(lanes) {
+  explicit HandChains(cudaStream_t m, int lane_count = default_lanes)
+      : lanes(lane_count), main(m), s(lanes), join(lanes) {
     s[0] = main;
     for (int i = 1; i < lanes; ++i) BENCH_CUDA(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
     BENCH_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
@@ -40,6 +56,57 @@ struct HandChains {
     for (int i = 1; i < lanes; ++i, ++waits) BENCH_CUDA(cudaStreamWaitEvent(s[i], fork, 0));
     for (int c = 0; c < chains; ++c)
       for (int k = 0; k < length; ++k) busy_kernel<<<1, 1, 0, s[c % lanes]>>>(cycles);
+    for (int i = 1; i < lanes; ++i, ++waits) {
+      BENCH_CUDA(cudaEventRecord(join[i], s[i]));
+      BENCH_CUDA(cudaStreamWaitEvent(main, join[i], 0));
+    }
+  }
+  // A random DAG as a careful hand plans it: each vertex on its first parent's stream when
+  // that parent is the stream's last, else the next stream in turn; a wait on a parent's
+  // event unless the stream already waited on that stream at or after it. Planned once.
+  struct Plan {
+    std::vector<int> stream;
+    std::vector<std::vector<int>> waits;
+    std::vector<char> records;
+    std::vector<cudaEvent_t> events;
+  };
+  Plan plan(const std::vector<std::vector<int>>& parents) {
+    const int n = static_cast<int>(parents.size());
+    Plan p{std::vector<int>(n), std::vector<std::vector<int>>(n), std::vector<char>(n, 0), {}};
+    std::vector<int> tail(lanes, -1), next(lanes, 0), position(n);
+    std::vector<std::vector<int>> waited(lanes, std::vector<int>(lanes, -1));
+    int turn = 0;
+    for (int v = 0; v < n; ++v) {
+      const auto& ps = parents[v];
+      const bool continues = !ps.empty() && tail[p.stream[ps[0]]] == ps[0];
+      const int st = continues ? p.stream[ps[0]] : turn++ % lanes;
+      for (int q : ps) {
+        if (p.stream[q] == st || waited[st][p.stream[q]] >= position[q]) continue;
+        p.waits[v].push_back(q);
+        p.records[q] = 1;
+        waited[st][p.stream[q]] = position[q];
+      }
+      p.stream[v] = st;
+      tail[st] = v;
+      position[v] = next[st]++;
+    }
+    p.events.resize(n);
+    for (auto& e : p.events) BENCH_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return p;
+  }
+  void dag(const Plan& p, long long cycles) {
+    waits = 0;
+    BENCH_CUDA(cudaEventRecord(fork, main));
+    for (int i = 1; i < lanes; ++i, ++waits) BENCH_CUDA(cudaStreamWaitEvent(s[i], fork, 0));
+    for (std::size_t v = 0; v < p.stream.size(); ++v) {
+      cudaStream_t st = s[p.stream[v]];
+      for (int q : p.waits[v]) {
+        BENCH_CUDA(cudaStreamWaitEvent(st, p.events[q], 0));
+        ++waits;
+      }
+      busy_kernel<<<1, 1, 0, st>>>(cycles);
+      if (p.records[v]) BENCH_CUDA(cudaEventRecord(p.events[v], st));
+    }
     for (int i = 1; i < lanes; ++i, ++waits) {
       BENCH_CUDA(cudaEventRecord(join[i], s[i]));
       BENCH_CUDA(cudaStreamWaitEvent(main, join[i], 0));
@@ -80,20 +147,32 @@ CommandBuffer chains_buffer(int chains, int length, long long cycles) {
   return cmd;
 }
 
+CommandBuffer dag_buffer(const std::vector<std::vector<int>>& parents, long long cycles) {
+  CommandBuffer cmd("random dag");
+  std::vector<Command> c;
+  for (const auto& ps : parents) {
+    c.push_back(cmd.launch(&busy_kernel, LaunchConfig{{1}, {1}}, cycles));
+    for (int q : ps) c.back().after(c[static_cast<std::size_t>(q)]);
+  }
+  return cmd;
+}
+
 CommandBuffer layers_buffer(int count, long long cycles) {
   CommandBuffer cmd("layers");
   for (int l = 0; l < count; ++l) {
-    for (int i = 0; i < lanes; ++i) cmd.launch(&busy_kernel, LaunchConfig{{1}, {1}}, cycles);
+    for (int i = 0; i < default_lanes; ++i) cmd.launch(&busy_kernel, LaunchConfig{{1}, {1}}, cycles);
     if (l + 1 < count) cmd.barrier();
   }
   return cmd;
 }
 
-void compare(const char* what, const std::function<void(HandChains&)>& hand, CommandBuffer cmd) {
+void compare(const char* what, const std::function<void(HandChains&)>& hand, CommandBuffer cmd,
+             int lanes = default_lanes) {
   const Device gpu = Device::cuda(0);
   Queue q(gpu);
-  HandChains h(q.native_handle());
-  Executable exe = compile(cmd, gpu, {.backend = Backend::streams, .max_streams = lanes});
+  HandChains h(q.native_handle(), lanes);
+  Executable exe = compile(cmd, gpu, {.backend = Backend::streams,
+                                      .max_streams = static_cast<unsigned>(lanes)});
   constexpr int launches = 20;
   auto time_raw = [&] {
     return bench::device_us(q.native_handle(), [&] {
@@ -132,7 +211,7 @@ void compare(const char* what, const std::function<void(HandChains&)>& hand, Com
 
 int main() {
   if (bench::no_gpu("bench_streams")) return 0;
-  std::printf("bench_streams on %s; 4 streams; medians of repeated trials\n",
+  std::printf("bench_streams on %s; 4 streams unless said; medians of repeated trials\n",
               Device::cuda(0).properties().name.c_str());
   bench::header("streams backend vs hand-written streams and events");
   compare("8 x 125 empty-ish chains (host-bound)", [](HandChains& h) { h.run(8, 125, 0); },
@@ -141,5 +220,20 @@ int main() {
           chains_buffer(8, 25, 20000));
   compare("50 layers of 4 ~10 us kernels, barriers between", [](HandChains& h) { h.layers(50, 20000); },
           layers_buffer(50, 20000));
+  for (const int lanes : {4, 8}) {
+    for (const int n : {200, 1000, 4000}) {
+      for (const long long cycles : {0LL, 4000LL}) {
+        const auto parents = random_parents(n);
+        const Device gpu = Device::cuda(0);
+        Queue q(gpu);
+        HandChains planner(q.native_handle(), lanes);
+        const auto plan = std::make_shared<HandChains::Plan>(planner.plan(parents));
+        const std::string what = "random " + std::to_string(n) + (cycles ? ", ~2 us" : ", empty") +
+                                 ", " + std::to_string(lanes) + " streams";
+        compare(what.c_str(), [plan, cycles](HandChains& h) { h.dag(*plan, cycles); },
+                dag_buffer(parents, cycles), lanes);
+      }
+    }
+  }
   return 0;
 }

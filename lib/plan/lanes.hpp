@@ -26,11 +26,13 @@ struct LaneSchedule {
   std::uint32_t wait_count() const;
 };
 
-/// Assigns tasks to at most `max_lanes` lanes (at least 1). Chains of dependent tasks share a
-/// lane; the heaviest continuation (critical path) stays on its parent's lane; independent
-/// work takes a lane already idle when it is ready, else opens a new lane while there are
-/// any, else goes to the lane free soonest. A cross-lane
-/// edge costs an event wait only when per-lane vector clocks do not already imply it.
+/// Assigns tasks to at most `max_lanes` lanes (at least 1), in order of estimated start
+/// (critical path first). Each task goes where it can start earliest: a lane idle when it is
+/// ready, else a new lane while there are any, else the lane free soonest; among lanes equally
+/// early, the one that needs the fewest event waits, then its heaviest parent's lane (chains
+/// stay on one lane), then the one idle last. A cross-lane edge costs an event wait only when
+/// per-lane vector clocks do not already imply it: for the lanes and order chosen, the fewest
+/// waits on parents that order every edge.
 LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes);
 
 }  // namespace cmdgraph::detail

@@ -9,6 +9,9 @@
 
 #include <doctest/doctest.h>
 
+#include <bit>
+#include <random>
+#include <set>
 #include <vector>
 
 using namespace cmdgraph;
@@ -135,5 +138,98 @@ TEST_CASE("lanes.known_shapes" * doctest::timeout(30)) {
     const Scheduled s = schedule(dag, 4);
     CHECK(s.schedule.lanes == 2);
     CHECK(unimplied_edge(s).empty());
+  }
+}
+
+TEST_CASE("lanes.waits_are_the_fewest_for_the_lanes_chosen" * doctest::timeout(120)) {
+  // Brute force over every subset of the cross-lane edges of small DAGs: the smallest set of
+  // waits that, with lane order, orders every edge, against the schedule's waits (the fork
+  // and the joins aside).
+  const DagShape shapes[] = {DagShape::layered, DagShape::random, DagShape::shuffled, DagShape::fan};
+  int checked = 0;
+  for (std::uint32_t i = 0; i < 400; ++i) {
+    const Dag dag = random_dag(shapes[i % 4], 3 + i % 10, 900 + i);
+    const Scheduled s = schedule(dag, 2 + i % 3);
+    const std::size_t n = s.flat.tasks.size();
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> cross;
+    for (std::uint32_t t = 0; t < n; ++t) {
+      for (std::uint32_t p : s.flat.parents[t]) {
+        if (s.schedule.lane[p] != s.schedule.lane[t]) cross.emplace_back(p, t);
+      }
+    }
+    if (cross.size() > 14) continue;
+    const auto orders_every_edge = [&](std::uint32_t subset) {
+      std::vector<std::uint32_t> before(n, 0);  // bit p: p happens before t
+      std::vector<std::int64_t> last(s.schedule.lanes, -1);
+      for (std::uint32_t t : s.schedule.order) {
+        const std::uint32_t lane = s.schedule.lane[t];
+        if (last[lane] >= 0) before[t] |= before[last[lane]] | (1u << last[lane]);
+        for (std::size_t e = 0; e < cross.size(); ++e) {
+          if ((subset >> e & 1u) && cross[e].second == t) {
+            before[t] |= before[cross[e].first] | (1u << cross[e].first);
+          }
+        }
+        last[lane] = t;
+      }
+      for (const auto& [p, t] : cross) {
+        if (!(before[t] >> p & 1u)) return false;
+      }
+      return true;
+    };
+    std::size_t fewest = cross.size();
+    for (std::uint32_t subset = 0; subset < (1u << cross.size()); ++subset) {
+      const auto size = static_cast<std::size_t>(std::popcount(subset));
+      if (size < fewest && orders_every_edge(subset)) fewest = size;
+    }
+    std::size_t waits = 0;
+    for (const auto& w : s.schedule.waits) waits += w.size();
+    CAPTURE(i);
+    CHECK(waits == fewest);
+    ++checked;
+  }
+  CHECK(checked > 300);
+}
+
+TEST_CASE("lanes.no_more_waits_than_a_careful_hand" * doctest::timeout(120)) {
+  // Random DAGs of 1-3 parents among all earlier vertices, on 8 lanes: a careful hand puts
+  // each vertex on its first parent's stream when that parent is the stream's last, else the
+  // next stream in turn, and waits on a parent's event unless it already waited on that stream
+  // at or after it. The schedule needs no more waits (forks and joins counted for both).
+  for (const std::size_t n : {200u, 1000u, 4000u}) {
+    std::mt19937 rng(7);
+    Dag dag;
+    dag.size = n;
+    for (std::uint32_t v = 1; v < n; ++v) {
+      std::set<std::uint32_t> parents;
+      for (std::uint32_t k = 1 + rng() % 3; k > 0; --k) parents.insert(rng() % v);
+      for (std::uint32_t p : parents) dag.edges.emplace_back(p, v);
+    }
+    constexpr unsigned lanes = 8;
+    const Scheduled s = schedule(dag, lanes);
+    std::vector<std::vector<std::uint32_t>> parents(n);
+    for (const auto& [p, c] : dag.edges) parents[c].push_back(p);
+    std::vector<std::uint32_t> stream(n), tail(lanes, ~0u);
+    std::vector<std::vector<std::int64_t>> waited(lanes, std::vector<std::int64_t>(lanes, -1));
+    std::vector<std::int64_t> position(n), next(lanes, 0);
+    std::vector<bool> used(lanes, false);
+    std::size_t hand = 0, turn = 0;
+    for (std::uint32_t v = 0; v < n; ++v) {
+      const bool continues = !parents[v].empty() && tail[stream[parents[v][0]]] == parents[v][0];
+      const std::uint32_t st = continues ? stream[parents[v][0]] : turn++ % lanes;
+      if (!used[st] && st != 0) ++hand;  // its fork
+      used[st] = true;
+      for (std::uint32_t p : parents[v]) {
+        if (stream[p] == st || waited[st][stream[p]] >= position[p]) continue;
+        ++hand;
+        waited[st][stream[p]] = position[p];
+      }
+      stream[v] = st;
+      tail[st] = v;
+      position[v] = next[st]++;
+    }
+    for (unsigned l = 1; l < lanes; ++l) hand += used[l];  // joins
+    CAPTURE(n);
+    MESSAGE(n << " vertices on 8 lanes: " << s.schedule.wait_count() << " waits, the hand " << hand);
+    CHECK(s.schedule.wait_count() <= hand);
   }
 }
