@@ -33,7 +33,8 @@ struct Reach {
   }
 };
 
-/// Answers `questions` (parent: the source, child: the target) in passes of at most
+/// Answers `questions` (parent: the source, child: the target, ranked after its source: a
+/// target before its source cannot be reached, and is not asked) in passes of at most
 /// Reach::width sources: for each pass, bit_of[u] numbers its sources (Reach::no_bit
 /// elsewhere, as it must be on entry and is on return) and pass(ids, lo, hi) gets the
 /// indices of its questions, whose ranks lie in [lo, hi]. A pass's window runs from its first
