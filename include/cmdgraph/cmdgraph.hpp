@@ -10,6 +10,7 @@
 #include <cmdgraph/fence.hpp>
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/portable.hpp>
+#include <cmdgraph/priority.hpp>
 #include <cmdgraph/profile.hpp>
 #include <cmdgraph/queue.hpp>
 #include <cmdgraph/semaphore.hpp>

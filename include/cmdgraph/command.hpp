@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmdgraph/memory.hpp>
+#include <cmdgraph/priority.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -49,6 +50,22 @@ enum class CommandKind : unsigned char {
 /// The kind's name as the enumerator spells it, e.g. "parallel_for"; never null.
 const char* to_string(CommandKind kind) noexcept;
 
+/// What an edge promises the command after it.
+enum class EdgeKind : unsigned char {
+  /// The child starts once the parent has finished and its writes are visible.
+  full,
+  /// Programmatic dependent launch (compute capability 9.0 and up): the child kernel may be
+  /// launched while the parent kernel still runs, so its launch overlaps the parent's tail.
+  /// Every thread of the child must call cudaGridDependencySynchronize() before it touches
+  /// memory its parents touch, and before it returns: that call waits until the parents have
+  /// finished and their writes are visible. A parent may call
+  /// cudaTriggerProgrammaticLaunchCompletion() to let its children launch earlier still. Joins
+  /// two kernels (launch, or parallel_for, whose kernel synchronises first); on the host
+  /// backend, in profile mode and under CompileOptions::programmatic_edges = false it is a
+  /// full edge.
+  programmatic,
+};
+
 namespace detail {
 /// The identity of a command: its recording (a process-unique id, never reused) and index.
 struct CommandRef {
@@ -56,10 +73,19 @@ struct CommandRef {
   std::uint32_t index = 0;
   friend bool operator==(const CommandRef&, const CommandRef&) = default;
 };
+/// What priority() asked for: a Priority, or a CUDA priority value.
+struct PriorityRequest {
+  bool native = false;  // `value` is a CUDA priority, else a Priority
+  int value = 0;
+  friend bool operator==(const PriorityRequest&, const PriorityRequest&) = default;
+};
 // Implemented by lib/record; each validates the handles and throws Error on misuse.
 // add_edges validates every parent before adding any edge: a refused call records nothing.
-void add_edges(CommandRef child, const CommandRef* parents, std::size_t count);
+void add_edges(CommandRef child, const CommandRef* parents, std::size_t count,
+               EdgeKind kind = EdgeKind::full);
 void set_name(CommandRef command, std::string_view name);
+void set_priority(CommandRef command, PriorityRequest priority);
+void set_programmatic_safe(CommandRef command);
 std::string command_name(CommandRef command);
 
 /// How a command touches memory it declares.
@@ -139,6 +165,24 @@ class BasicCommand {
   Self&& after(const Parents&... parents) && {
     return std::move(after(parents...));
   }
+  /// This command runs after `parent` through an edge of `kind`: after(a, EdgeKind::full) is
+  /// after(a); after(a, EdgeKind::programmatic) lets this kernel launch while kernel `a` still
+  /// runs (see EdgeKind::programmatic for what the kernels must do).
+  /// \pre As after(); for a programmatic edge both commands run one kernel (launch,
+  /// parallel_for), else Error(invalid_argument) naming both and nothing changes.
+  /// \post The edge exists; one recorded both full and programmatic is full. Returns this
+  /// handle.
+  template <AnyCommand Parent>
+  Self& after(const Parent& parent, EdgeKind kind) & {
+    const detail::CommandRef ref = parent.ref();
+    detail::add_edges(ref_, &ref, 1, kind);
+    return self();
+  }
+  /// after(parent, kind) on a temporary handle; returns it as an rvalue.
+  template <AnyCommand Parent>
+  Self&& after(const Parent& parent, EdgeKind kind) && {
+    return std::move(after(parent, kind));
+  }
   /// This command runs after every command in `parents` (any range of handles). All or
   /// nothing: when one parent is refused (itself, another buffer's, stale), no edge is added.
   /// \pre As after().
@@ -167,6 +211,30 @@ class BasicCommand {
   }
   /// named() on a temporary handle; returns it as an rvalue.
   Self&& named(std::string_view name) && { return std::move(named(name)); }
+
+  /// Runs the command's kernels at `priority` on the device's priority range, whatever the
+  /// priority of the queue the executable is launched on: under load, ready kernels of a more
+  /// urgent command get freed GPU slots first. Applies to kernels and parallel_for, and to
+  /// every kernel of an executed buffer, loop or conditional body (a command inside sets its
+  /// own). On a CUDA graph, an executable with any priority set runs its other kernels at
+  /// normal priority; copies, fills and host tasks have none (CUDA's copies take no priority).
+  /// The host backend ignores it.
+  /// \pre A valid handle of an open recording (else Error, as for after()).
+  /// \post Returns this handle.
+  Self& priority(Priority priority) & {
+    detail::set_priority(ref_, {false, static_cast<int>(priority)});
+    return self();
+  }
+  /// priority(Priority) on a temporary handle; returns it as an rvalue.
+  Self&& priority(Priority priority) && { return std::move(this->priority(priority)); }
+  /// As priority(Priority), with a CUDA priority value (numerically smaller is more urgent),
+  /// clamped to the device's range.
+  Self& priority(int native_priority) & {
+    detail::set_priority(ref_, {true, native_priority});
+    return self();
+  }
+  /// priority(int) on a temporary handle; returns it as an rvalue.
+  Self&& priority(int native_priority) && { return std::move(this->priority(native_priority)); }
 
   /// Declares that the command reads `memory`: a View, Buffer or HostBuffer, or a subview()
   /// for part of one. `label` names it in hazard errors and DOT (else its address). Kernels,
@@ -262,6 +330,19 @@ class KernelCommand : public BasicCommand<KernelCommand<Params...>> {
   /// The handle of command `ref` (CommandBuffer::launch makes these).
   explicit KernelCommand(detail::CommandRef ref) noexcept
       : BasicCommand<KernelCommand<Params...>>(ref) {}
+
+  /// Declares that every thread of the kernel calls cudaGridDependencySynchronize() before it
+  /// touches memory its parents touch, and before it returns: every edge into it from a kernel
+  /// (launch or parallel_for) then becomes programmatic (EdgeKind::programmatic), so a chain
+  /// of such kernels launches each one while the one before still runs.
+  /// \pre A valid handle of an open recording (else Error, as for after()).
+  /// \post Returns this handle.
+  KernelCommand& programmatic_safe() & {
+    detail::set_programmatic_safe(this->ref());
+    return *this;
+  }
+  /// programmatic_safe() on a temporary handle; returns it as an rvalue.
+  KernelCommand&& programmatic_safe() && { return std::move(programmatic_safe()); }
 };
 
 /// A parallel_for over functor type F.

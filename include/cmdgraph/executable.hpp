@@ -60,6 +60,9 @@ struct CompileOptions {
   bool profile = false;
   /// What the declared access does (see Hazards).
   Hazards hazards = Hazards::automatic;
+  /// Lower programmatic edges (EdgeKind::programmatic, and edges into kernels declared
+  /// programmatic_safe()) as programmatic dependent launches; false makes them full edges.
+  bool programmatic_edges = true;
 };
 
 /// What write_dot draws besides commands and the edges kept by the transitive reduction.
@@ -88,6 +91,14 @@ struct ExecutableStats {
   /// that order no conflicting pair: candidates to drop for more overlap (Hazards::validate;
   /// a lint, not an error). Edges to or from commands that touch no memory are not judged.
   std::size_t edges_unneeded = 0;
+  /// Edges lowered as programmatic dependent launches, bodies included: on a CUDA graph every
+  /// programmatic edge (none in event-profile mode); on streams those whose kernels follow
+  /// each other on one stream with no wait between (the others wait as full edges); 0 on
+  /// the host backend.
+  std::size_t edges_programmatic = 0;
+  /// Commands whose kernels run at a priority of their own (priority()), bodies included;
+  /// 0 on the host backend.
+  std::size_t commands_prioritised = 0;
   /// Milliseconds spent building the plan, lowering it for the backend, and instantiating
   /// it (the CUDA graph backend; 0 elsewhere).
   ///@{

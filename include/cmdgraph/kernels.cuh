@@ -8,9 +8,14 @@
 namespace cmdgraph::detail {
 
 /// A grid-stride loop calling f(i) for every i in [0, n). The functor is passed by value as
-/// the kernel's first parameter, so the executable owns the copy that update() replaces.
+/// the kernel's first parameter, so the executable owns the copy that update() replaces. It
+/// first waits for its parents (a no-op unless launched through a programmatic edge), so it
+/// may sit at the end of one.
 template <class F>
 __global__ void parallel_for_kernel(F f, std::size_t n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {

@@ -5,6 +5,7 @@
 #include <cmdgraph/detail/native.hpp>
 #include <cmdgraph/device.hpp>
 #include <cmdgraph/fence.hpp>
+#include <cmdgraph/priority.hpp>
 #include <cmdgraph/semaphore.hpp>
 
 #include <array>
@@ -23,10 +24,6 @@ struct Access;
 
 class Event;
 class Executable;
-
-/// Urgency of a queue's work, mapped onto the device's stream priority range: low is its
-/// least urgent priority, high its most urgent, normal half way.
-enum class Priority : unsigned char { low, normal, high };
 
 /// Work submitted to one queue runs in submission order; work of different queues may overlap.
 /// Thread-safe. Destroying a queue waits for its work (errors are then dropped).

@@ -22,6 +22,8 @@ struct KindTraits {
   bool declares_access = false;   ///< takes reads()/writes() (a loop's or if's: what its
                                   ///< condition reads); else its access is implied by what it
                                   ///< stores (copies, fills, executed buffers) or it has none
+  bool programmatic = false;      ///< runs one kernel that may sit at either end of a
+                                  ///< programmatic edge (EdgeKind::programmatic)
   bool device_decided = false;    ///< runs its body as often as a condition evaluated as it
                                   ///< runs says: a conditional node on a CUDA graph, the host;
                                   ///< the streams backend, which enqueues ahead, cannot

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -27,7 +28,8 @@ class Recording;   // record/: a sealed secondary buffer or loop body; backends 
 struct KernelPayload {
   static constexpr KindTraits traits{.kind = CommandKind::kernel, .name = "kernel",
                                      .dot_shape = "box", .runs_device_code = true,
-                                     .updatable = true, .declares_access = true};
+                                     .updatable = true, .declares_access = true,
+                                     .programmatic = true};
   const void* function;             // the __global__ function's host stub
   ArgumentStore::Slot config;       // LaunchConfig
   ArgumentStore::Slot first_param;  // then param_count consecutive slots
@@ -38,7 +40,8 @@ struct KernelPayload {
 struct ParallelForPayload {
   static constexpr KindTraits traits{.kind = CommandKind::parallel_for, .name = "parallel_for",
                                      .dot_shape = "box", .runs_device_code = true,
-                                     .updatable = true, .declares_access = true};
+                                     .updatable = true, .declares_access = true,
+                                     .programmatic = true};
   ArgumentStore::Slot functor;  // the kernel's (f, n): functor, then the count (std::size_t)
   HostInvoke host;              // null when the functor has no host version
   const void* device_kernel;    // null when not recorded in a CUDA translation unit
@@ -130,11 +133,19 @@ using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, Fil
                              HostPayload, EventRecordPayload, EventWaitPayload, NestedPayload,
                              CapturePayload, BarrierPayload, LoopPayload, IfPayload>;
 
+/// How a command asked to run, beside what it does.
+struct RunHints {
+  std::optional<PriorityRequest> priority;  // priority(); its kernels' and its bodies'
+  bool programmatic_safe = false;  // a kernel that waits for its parents itself: edges into
+                                   // it from kernels are programmatic
+};
+
 /// One recorded command: what it does and its name (its own, or "kind#index").
 struct CommandRecord {
   Payload payload;
   std::string name;
   std::vector<MemoryAccess> access;  // declared by reads()/writes(); the plan adds the implied ones
+  RunHints hints;
 };
 
 /// Appends what command `payload` touches by its nature (a copy's source and destination, a

@@ -33,17 +33,31 @@ const char* to_string(cudaGraphExecUpdateResult r) {
 }  // namespace
 
 cudaGraphNode_t add_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps, NodeSpec& spec,
-                         Served served) {
+                         Served served, std::span<const cudaGraphEdgeData> edges) {
   cudaGraphNode_t node = nullptr;
-  if (spec.copy) {
+  if (spec.copy) {  // only kernels take programmatic edges: a copy's are full
     const Copy1D& c = *spec.copy;
     CMDGRAPH_CUDA(served, cudaGraphAddMemcpyNode1D, &node, graph, deps.data(), deps.size(), c.dst,
                   c.src, c.bytes, cudaMemcpyDefault);
   } else {
-    CMDGRAPH_CUDA(served, cudaGraphAddNode, &node, graph, deps.data(), nullptr, deps.size(),
-                  &spec.params);
+    CMDGRAPH_CUDA(served, cudaGraphAddNode, &node, graph, deps.data(),
+                  edges.empty() ? nullptr : edges.data(), deps.size(), &spec.params);
   }
   return node;
+}
+
+cudaGraphEdgeData programmatic_edge() noexcept {
+  cudaGraphEdgeData e{};
+  e.from_port = cudaGraphKernelNodePortProgrammatic;
+  e.type = cudaGraphDependencyTypeProgrammatic;
+  return e;
+}
+
+void set_kernel_priority(cudaGraphNode_t node, int priority, Served served) {
+  cudaLaunchAttributeValue value{};
+  value.priority = priority;
+  CMDGRAPH_CUDA(served, cudaGraphKernelNodeSetAttribute, node, cudaLaunchAttributePriority,
+                &value);
 }
 
 void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served served) {
@@ -64,9 +78,10 @@ cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served s
 
 namespace graph_detail {
 cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaStream_t upload_stream,
-                        std::string& result, cudaGraphNode_t& error_node) {
+                        bool node_priority, std::string& result, cudaGraphNode_t& error_node) {
   cudaGraphInstantiateParams params{};
-  params.flags = cudaGraphInstantiateFlagUpload;
+  params.flags = cudaGraphInstantiateFlagUpload |
+                 (node_priority ? cudaGraphInstantiateFlagUseNodePriority : 0);
   params.uploadStream = upload_stream;
   const cudaError_t status =
       try_call([&] { return cudaGraphInstantiateWithParams(exec, graph, &params); });

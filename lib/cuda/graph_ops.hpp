@@ -36,19 +36,27 @@ struct NodeSpec {
 };
 
 /// Adds a node doing `spec` after `deps`; conditional nodes return their body graphs in
-/// `spec.params.conditional.phGraph_out`.
+/// `spec.params.conditional.phGraph_out`. `edges`, when not empty, describes each edge from
+/// `deps` (programmatic edges between kernel nodes); empty means full edges.
 cudaGraphNode_t add_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps, NodeSpec& spec,
-                         Served served);
+                         Served served, std::span<const cudaGraphEdgeData> edges = {});
+/// The edge data of a programmatic dependency: the child may launch once every block of the
+/// parent kernel has triggered (cudaTriggerProgrammaticLaunchCompletion) or exited.
+cudaGraphEdgeData programmatic_edge() noexcept;
+/// Runs kernel node `node` at CUDA priority `priority` (taken when the graph is instantiated
+/// with node priorities).
+void set_kernel_priority(cudaGraphNode_t node, int priority, Served served);
 /// Makes `node` of `exec` do `spec` from the next launch on (kernel, copy and fill nodes).
 void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served served);
 /// A handle for the conditional nodes of `graph`, starting at 0 before every launch.
 cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served);
 
-/// Instantiates `graph` and starts uploading it on `upload_stream`. On failure throws,
+/// Instantiates `graph` and starts uploading it on `upload_stream`; with `node_priority`,
+/// kernels run at their nodes' priorities instead of their stream's. On failure throws,
 /// naming `name_of(error node)` as the command when CUDA says which node failed.
 template <class NameOf>
-GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, Served served,
-                      NameOf&& name_of);
+GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, bool node_priority,
+                      Served served, NameOf&& name_of);
 
 /// Takes `graph`'s parameters into `exec`, which was instantiated from a graph of the same
 /// topology. Returns cudaSuccess, or CUDA's refusal with `why` (its reason) and `at` (the
@@ -70,17 +78,17 @@ cudaError_t end_capture(cudaStream_t stream, Graph& captured) noexcept;
 
 namespace graph_detail {
 cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaStream_t upload_stream,
-                        std::string& result, cudaGraphNode_t& error_node);
+                        bool node_priority, std::string& result, cudaGraphNode_t& error_node);
 }
 
 template <class NameOf>
-GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, Served served,
-                      NameOf&& name_of) {
+GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, bool node_priority,
+                      Served served, NameOf&& name_of) {
   cudaGraphExec_t exec = nullptr;
   std::string result;
   cudaGraphNode_t error_node = nullptr;
-  const cudaError_t status =
-      graph_detail::instantiate(&exec, graph, upload_stream, result, error_node);
+  const cudaError_t status = graph_detail::instantiate(&exec, graph, upload_stream, node_priority,
+                                                       result, error_node);
   if (status != cudaSuccess) {
     const std::string call = "cudaGraphInstantiateWithParams (" + result + ")";
     const std::string failed = error_node ? name_of(error_node) : std::string();

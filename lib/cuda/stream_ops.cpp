@@ -40,6 +40,29 @@ void launch_kernel(const void* function, dim3 grid, dim3 block, void** params,
   CMDGRAPH_CUDA(served, cudaLaunchKernel, function, grid, block, params, shared_bytes, stream);
 }
 
+void launch_kernel(const void* function, dim3 grid, dim3 block, void** params,
+                   std::size_t shared_bytes, cudaStream_t stream, const LaunchAttributes& attributes,
+                   Served served) {
+  cudaLaunchAttribute attrs[2] = {};
+  unsigned count = 0;
+  if (attributes.programmatic) {
+    attrs[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (attributes.priority) {
+    attrs[count].id = cudaLaunchAttributePriority;
+    attrs[count++].val.priority = *attributes.priority;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = attrs;
+  config.numAttrs = count;
+  CMDGRAPH_CUDA(served, cudaLaunchKernelExC, &config, function, params);
+}
+
 void copy_async(void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
                 Served served) {
   CMDGRAPH_CUDA(served, cudaMemcpyAsync, dst, src, bytes, cudaMemcpyDefault, stream);

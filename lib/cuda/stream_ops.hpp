@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <optional>
 #include <cstdint>
 
 namespace cmdgraph::detail::cuda {
@@ -29,6 +30,18 @@ cudaError_t synchronize_stream(cudaStream_t stream) noexcept;
 
 void launch_kernel(const void* function, dim3 grid, dim3 block, void** params,
                    std::size_t shared_bytes, cudaStream_t stream, Served served);
+/// What a launch asks beyond its dimensions: programmatic stream serialization (the kernel
+/// may launch while the one before it on the stream still runs, and waits for it with
+/// cudaGridDependencySynchronize()) and a priority of its own.
+struct LaunchAttributes {
+  bool programmatic = false;
+  std::optional<int> priority;
+  bool any() const noexcept { return programmatic || priority.has_value(); }
+};
+/// As launch_kernel, with `attributes` (cudaLaunchKernelExC).
+void launch_kernel(const void* function, dim3 grid, dim3 block, void** params,
+                   std::size_t shared_bytes, cudaStream_t stream, const LaunchAttributes& attributes,
+                   Served served);
 void copy_async(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, Served served);
 /// Sets `count` elements of 1, 2 or 4 bytes at `dst` to `value` (its low bytes).
 void fill_async(void* dst, std::uint32_t value, unsigned element_size, std::size_t count,

@@ -81,6 +81,11 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
     if (const Plan* inner = plan.body(c)) {
       label += " '" + escaped(inner->buffer_name) + "' (" + std::to_string(inner->size()) + ")";
     }
+    if (const auto& priority = plan.command(c).hints.priority) {
+      static constexpr const char* levels[] = {"low", "normal", "high"};
+      label += "\\npriority " + (priority->native ? std::to_string(priority->value)
+                                                   : std::string(levels[priority->value]));
+    }
     if (options.timings && profile && c < profile->commands.size()) {
       char ms[32];
       std::snprintf(ms, sizeof ms, "\\n%.3f ms", profile->commands[c].duration_ms());
@@ -103,6 +108,10 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
       if (critical_edges.count({c, k})) attributes.emplace_back("color=red, penwidth=2");
       if (const auto it = inferred.find({c, k}); it != inferred.end()) {
         attributes.push_back("style=dashed, label=\"" + escaped(*it->second) + "\"");
+      }
+      // Programmatic edges: the child may launch while the parent runs.
+      if (plan.is_programmatic(c, k)) {
+        attributes.emplace_back("arrowhead=onormal, xlabel=\"programmatic\"");
       }
       out << "  c" << c << " -> c" << k;
       for (std::size_t a = 0; a < attributes.size(); ++a) {

@@ -49,6 +49,17 @@ Difference difference_in(const Plan& before, const Plan& now, const Roots& roots
     if (!std::equal(ka.begin(), ka.end(), kb.begin(), kb.end())) {
       return differs(edge_difference(before, now, c, roots));
     }
+    if (before.command(c).hints.priority != now.command(c).hints.priority) {
+      return differs("has another priority");
+    }
+    for (std::uint32_t k : kb) {
+      if (before.is_programmatic(c, k) != now.is_programmatic(c, k)) {
+        return differs(std::string("has a ") +
+                       (now.is_programmatic(c, k) ? "programmatic" : "full") + " edge to " +
+                       quoted(command_label(now, k, roots.now)) + ", was " +
+                       (now.is_programmatic(c, k) ? "full" : "programmatic"));
+      }
+    }
     if (before.body(c)) {
       if (Difference inner = difference_in(*before.body(c), *now.body(c), roots)) return inner;
     }

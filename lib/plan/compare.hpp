@@ -15,8 +15,8 @@ struct Difference {
 };
 
 /// No difference when `now` has the structure of `before`: the same commands in the same
-/// order, of the same kinds, with the same kernels and the same (reduced) edges, nested plans
-/// included.
+/// order, of the same kinds, with the same kernels, priorities and (reduced) edges of the same
+/// kinds, nested plans included.
 Difference structural_difference(const Plan& before, const Plan& now);
 
 }  // namespace cmdgraph::detail

@@ -9,6 +9,7 @@
 #include <cmdgraph/error.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 namespace cmdgraph::detail {
@@ -73,6 +74,24 @@ void compute_levels(Plan& plan) {
   }
 }
 
+// The kept edges a child may launch early on: into a kernel declared programmatic-safe from a
+// kernel, or recorded programmatic and not also full. Sorted.
+std::vector<Edge> programmatic_among(const Plan& plan, const std::vector<Edge>& kept,
+                                     const std::vector<Edge>& full,
+                                     const std::vector<Edge>& programmatic) {
+  std::vector<Edge> out;
+  for (const Edge& e : kept) {
+    const bool safe = plan.command(e.child).hints.programmatic_safe &&
+                      traits(plan.kind(e.parent)).programmatic;
+    if (safe || (std::binary_search(programmatic.begin(), programmatic.end(), e) &&
+                 !std::binary_search(full.begin(), full.end(), e))) {
+      out.push_back(e);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 using PlanCache = std::map<const Recording*, std::shared_ptr<const Plan>>;
 
 std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCache& cache) {
@@ -92,7 +111,11 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   }
   collect_access(*plan, hazards);
 
-  plan->edges = distinct_edges(rec.edges());
+  const std::vector<Edge> full = distinct_edges(rec.edges());
+  const std::vector<Edge> programmatic = distinct_edges(rec.programmatic_edges());
+  plan->edges.reserve(full.size() + programmatic.size());
+  std::set_union(full.begin(), full.end(), programmatic.begin(), programmatic.end(),
+                 std::back_inserter(plan->edges));
   if (plan->hazards.applied == Hazards::infer) infer_edges(*plan);
   OrderResult ordered = topological_order(n, plan->edges);
   if (!ordered.cycle.empty()) report_cycle(*plan, ordered.cycle);
@@ -113,6 +136,7 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   }
   plan->children = Adjacency::from_pairs(n, down);
   plan->parents = Adjacency::from_pairs(n, up);
+  plan->programmatic = programmatic_among(*plan, reduced, full, programmatic);
   compute_levels(*plan);
   if (plan->hazards.applied == Hazards::validate) validate_edges(*plan);
   cache.emplace(&rec, plan);
@@ -140,6 +164,15 @@ std::optional<std::string> find_command(const Plan& plan, bool (*test)(const Kin
 
 std::optional<std::string> find_command(const Plan& plan, CommandKind kind) {
   return find_command_in(plan, [kind](CommandKind k) { return k == kind; }, plan);
+}
+
+std::size_t count_prioritised(const Plan& plan) {
+  std::size_t count = 0;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    count += plan.command(c).hints.priority.has_value();
+    if (const Plan* body = plan.body(c)) count += count_prioritised(*body);
+  }
+  return count;
 }
 
 std::shared_ptr<const Plan> build_plan(const Recording& recording, Hazards hazards) {

@@ -10,6 +10,7 @@
 #include "plan/adjacency.hpp"
 #include "plan/hazards.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -30,6 +31,7 @@ struct Plan {
   std::vector<std::uint32_t> position;  // position[c]: index of c in `order`
   Adjacency children;                   // the transitive reduction
   Adjacency parents;                    // its reverse
+  std::vector<Edge> programmatic;       // reduced edges whose child may launch early (sorted)
   std::vector<std::uint32_t> level;     // longest chain from a source to c, 0 at sources
   std::uint32_t level_count = 0;
   std::vector<std::uint64_t> bottom;    // weight of the heaviest path from c to a sink, c included
@@ -44,6 +46,11 @@ struct Plan {
   const std::string& name(std::uint32_t c) const { return commands[c].name; }
   /// The plan of command c's executed buffer or loop body; null for other kinds.
   const Plan* body(std::uint32_t c) const noexcept { return bodies[c].get(); }
+  /// True when the reduced edge parent -> child is programmatic (EdgeKind::programmatic).
+  bool is_programmatic(std::uint32_t parent, std::uint32_t child) const noexcept {
+    return !programmatic.empty() &&
+           std::binary_search(programmatic.begin(), programmatic.end(), Edge{parent, child});
+  }
 };
 
 /// Builds the plan of a recording and of every recording it executes (each once), with the
@@ -64,6 +71,9 @@ inline std::string command_label(const Plan& plan, std::uint32_t c, const Plan& 
 std::optional<std::string> find_command(const Plan& plan, bool (*test)(const KindTraits&));
 /// The same for the first command of `kind`.
 std::optional<std::string> find_command(const Plan& plan, CommandKind kind);
+
+/// Commands of `plan` and of the bodies it runs that have a priority of their own.
+std::size_t count_prioritised(const Plan& plan);
 
 /// A scheduling weight per command kind: barriers and event commands cost nothing.
 inline std::uint64_t schedule_weight(CommandKind kind) noexcept { return traits(kind).weight; }

@@ -74,7 +74,7 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   std::string name = next_name(kind_of(payload));
   // Make room first: a failed allocation must not leave a command without its barrier edge.
   reserve_edges(1);
-  commands_.push_back({std::move(payload), std::move(name), {}});
+  commands_.push_back({std::move(payload), std::move(name), {}, {}});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
   depth_ = depth;
   expanded_ = expanded;
@@ -85,7 +85,7 @@ CommandRef Recording::add_barrier() {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
   reserve_edges((index - segment_begin_) + 1);
-  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier), {}});
+  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier), {}, {}});
   ++expanded_;
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
   for (std::uint32_t i = segment_begin_; i < index; ++i) edges_.push_back({i, index});
@@ -94,7 +94,7 @@ CommandRef Recording::add_barrier() {
   return {id_, index};
 }
 
-void Recording::add_edge(std::uint32_t parent, std::uint32_t child) {
+void Recording::add_edge(std::uint32_t parent, std::uint32_t child, EdgeKind kind) {
   require_open("add edges");
   if (parent == child) {
     throw Error(errc::self_edge,
@@ -102,7 +102,37 @@ void Recording::add_edge(std::uint32_t parent, std::uint32_t child) {
                     quoted(command_name(child)) + " cannot depend on itself",
                 {command_name(child)});
   }
-  edges_.push_back({parent, child});
+  (kind == EdgeKind::programmatic ? programmatic_edges_ : edges_).push_back({parent, child});
+}
+
+void Recording::require_programmatic(std::uint32_t parent, std::uint32_t child) const {
+  for (const std::uint32_t c : {parent, child}) {
+    const KindTraits& t = traits(kind_of(commands_[c].payload));
+    if (t.programmatic) continue;
+    throw Error(errc::invalid_argument,
+                "command buffer " + quoted(name_) + ": the programmatic edge " +
+                    quoted(command_name(parent)) + " -> " + quoted(command_name(child)) +
+                    " joins " + quoted(command_name(c)) + ", a " + std::string(t.name) +
+                    "; programmatic edges join kernels (launch, parallel_for)",
+                {command_name(parent), command_name(child)});
+  }
+}
+
+void Recording::set_priority(std::uint32_t index, PriorityRequest priority) {
+  require_open("set priorities");
+  if (!priority.native && (priority.value < static_cast<int>(Priority::low) ||
+                           priority.value > static_cast<int>(Priority::high))) {
+    throw Error(errc::invalid_argument,
+                "command " + quoted(command_name(index)) + " was given priority " +
+                    std::to_string(priority.value) + ", which is not a Priority enumerator",
+                {command_name(index)});
+  }
+  commands_[index].hints.priority = priority;
+}
+
+void Recording::set_programmatic_safe(std::uint32_t index) {
+  require_open("mark kernels programmatic-safe");
+  commands_[index].hints.programmatic_safe = true;
 }
 
 void Recording::set_name(std::uint32_t index, std::string_view name) {
@@ -209,7 +239,7 @@ void Recording::require_command(CommandRef ref) const {
   }
 }
 
-void add_edges(CommandRef child, const CommandRef* parents, std::size_t count) {
+void add_edges(CommandRef child, const CommandRef* parents, std::size_t count, EdgeKind kind) {
   Recording& rec = resolve(child);
   const Recording::UseGuard guard(rec);
   rec.require_command(child);
@@ -229,10 +259,25 @@ void add_edges(CommandRef child, const CommandRef* parents, std::size_t count) {
                 {rec.command_name(child.index), other.command_name(parents[i].index)});
   }
   for (std::size_t i = 0; i < count; ++i) {
-    if (parents[i].index == child.index) rec.add_edge(child.index, child.index);  // throws
+    if (parents[i].index == child.index) rec.add_edge(child.index, child.index, kind);  // throws
+    if (kind == EdgeKind::programmatic) rec.require_programmatic(parents[i].index, child.index);
   }
-  rec.reserve_edges(count);
-  for (std::size_t i = 0; i < count; ++i) rec.add_edge(parents[i].index, child.index);
+  rec.reserve_edges(count, kind);
+  for (std::size_t i = 0; i < count; ++i) rec.add_edge(parents[i].index, child.index, kind);
+}
+
+void set_priority(CommandRef command, PriorityRequest priority) {
+  Recording& rec = resolve(command);
+  const Recording::UseGuard guard(rec);
+  rec.require_command(command);
+  rec.set_priority(command.index, priority);
+}
+
+void set_programmatic_safe(CommandRef command) {
+  Recording& rec = resolve(command);
+  const Recording::UseGuard guard(rec);
+  rec.require_command(command);
+  rec.set_programmatic_safe(command.index);
 }
 
 void set_name(CommandRef command, std::string_view name) {

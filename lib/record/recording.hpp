@@ -38,15 +38,24 @@ class Recording {
   /// Throws Error(invalid_argument) naming the next command when running `body` as that
   /// command would nest deeper than max_nesting_depth or expand past max_expanded_size.
   void require_nestable(CommandKind kind, const Recording& body) const;
-  /// Adds parent -> child; validates both.
-  void add_edge(std::uint32_t parent, std::uint32_t child);
-  /// Room for `count` more edges, so adding them cannot fail half-way. Grows geometrically:
-  /// reserving exact sizes call after call would copy the whole list every time.
-  void reserve_edges(std::size_t count) {
-    if (edges_.capacity() - edges_.size() < count) {
-      edges_.reserve(std::max(edges_.size() + count, 2 * edges_.capacity()));
+  /// Adds parent -> child of `kind`; Error(self_edge) when they are one command.
+  void add_edge(std::uint32_t parent, std::uint32_t child, EdgeKind kind = EdgeKind::full);
+  /// Error(invalid_argument) naming both unless parent and child may be joined by a
+  /// programmatic edge (each runs one kernel).
+  void require_programmatic(std::uint32_t parent, std::uint32_t child) const;
+  /// Room for `count` more edges of `kind`, so adding them cannot fail half-way. Grows
+  /// geometrically: reserving exact sizes call after call would copy the whole list every time.
+  void reserve_edges(std::size_t count, EdgeKind kind = EdgeKind::full) {
+    std::vector<Edge>& edges = kind == EdgeKind::programmatic ? programmatic_edges_ : edges_;
+    if (edges.capacity() - edges.size() < count) {
+      edges.reserve(std::max(edges.size() + count, 2 * edges.capacity()));
     }
   }
+  /// Records priority() of command `index`; Error(invalid_argument) for a value that is not
+  /// a Priority enumerator.
+  void set_priority(std::uint32_t index, PriorityRequest priority);
+  /// Records programmatic_safe() of command `index` (a kernel, by its handle's type).
+  void set_programmatic_safe(std::uint32_t index);
   /// Closes the current barrier segment: every command since the previous barrier (or that
   /// barrier itself) precedes the new barrier command, which precedes all later commands.
   CommandRef add_barrier();
@@ -69,7 +78,10 @@ class Recording {
   std::uint64_t expanded_size() const noexcept { return expanded_; }
 
   const std::vector<CommandRecord>& commands() const noexcept { return commands_; }
+  /// Full edges, recorded and from barriers, in recording order; duplicates possible.
   const std::vector<Edge>& edges() const noexcept { return edges_; }
+  /// Edges recorded as EdgeKind::programmatic; duplicates possible.
+  const std::vector<Edge>& programmatic_edges() const noexcept { return programmatic_edges_; }
   const ArgumentStore& arguments() const noexcept { return arguments_; }
   ArgumentStore& arguments() noexcept { return arguments_; }
 
@@ -107,6 +119,7 @@ class Recording {
   std::atomic<bool> sealed_{false};
   std::vector<CommandRecord> commands_;
   std::vector<Edge> edges_;
+  std::vector<Edge> programmatic_edges_;
   ArgumentStore arguments_;
   std::optional<std::uint32_t> last_barrier_;
   std::uint32_t segment_begin_ = 0;  // first command after the last barrier

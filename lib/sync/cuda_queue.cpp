@@ -29,15 +29,13 @@ int CudaQueue::native_priority_of(Device device, Priority priority) {
   return (least + greatest) / 2;
 }
 
-namespace {
-int clamped(Device device, int native_priority) {
+int CudaQueue::clamped_priority(Device device, int native_priority) {
   const auto [least, greatest] = cuda::priority_range(device.ordinal());
   return std::clamp(native_priority, greatest, least);
 }
-}  // namespace
 
 CudaQueue::CudaQueue(Device device, int native_priority)
-    : QueueState(device, clamped(device, native_priority)), device_ordinal_(device.ordinal()),
+    : QueueState(device, clamped_priority(device, native_priority)), device_ordinal_(device.ordinal()),
       stream_(cuda::create_stream(device.ordinal(), this->native_priority())) {}
 
 CudaQueue::~CudaQueue() {

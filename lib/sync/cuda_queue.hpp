@@ -35,6 +35,8 @@ class CudaQueue final : public QueueState {
   CudaQueue(Device device, int native_priority);
   /// The device's least urgent priority for low, its most urgent for high, half way for normal.
   static int native_priority_of(Device device, Priority priority);
+  /// `native_priority` clamped to the device's range, as CUDA itself clamps it.
+  static int clamped_priority(Device device, int native_priority);
   ~CudaQueue() override;
 
   NativeStream stream() const noexcept override { return stream_.get(); }

@@ -263,7 +263,7 @@ void Session::record_mirrored(ByteReader& in) {
 
 void Session::add_edges(ByteReader& in) {
   Command child = pick_handle(in);
-  switch (in.below(4)) {
+  switch (in.below(6)) {
     case 0: child.after(pick_handle(in)); break;
     case 1: {
       const Command first = pick_handle(in);
@@ -275,11 +275,20 @@ void Session::add_edges(ByteReader& in) {
       cmd.depends_on(child, pick_handle(in));
       break;
     }
-    default: {
+    case 3: {
       std::vector<Command> parents;
       for (std::size_t i = in.below(4); i > 0; --i) parents.push_back(pick_handle(in));
       child.after_all(parents);
+      break;
     }
+    case 4: child.after(pick_handle(in), EdgeKind::programmatic); break;  // kernels only
+    default:
+      // An out-of-range Priority (3) must be refused; CUDA values are clamped.
+      if (in.below(2)) {
+        child.priority(static_cast<Priority>(in.below(4)));
+      } else {
+        child.priority(static_cast<int>(in.below(64)) - 32);
+      }
   }
 }
 

@@ -5,6 +5,7 @@
 #include "cuda/runtime.hpp"
 #include "cuda/stream_ops.hpp"
 #include "error/task_failure.hpp"
+#include "sync/cuda_queue.hpp"
 #include "sync/event_state.hpp"
 
 #include <cmdgraph/error.hpp>
@@ -257,8 +258,13 @@ struct StreamForm {
 
   void kernel() const {
     const KernelLaunch& k = *site.kernel;
-    cuda::launch_kernel(k.function, k.grid, k.block, const_cast<void**>(k.params.data()),
-                        k.shared_bytes, site.stream, site.served);
+    if (site.launch.any()) {
+      cuda::launch_kernel(k.function, k.grid, k.block, const_cast<void**>(k.params.data()),
+                          k.shared_bytes, site.stream, site.launch, site.served);
+    } else {
+      cuda::launch_kernel(k.function, k.grid, k.block, const_cast<void**>(k.params.data()),
+                          k.shared_bytes, site.stream, site.served);
+    }
   }
   void operator()(const KernelPayload&) const { kernel(); }
   void operator()(const ParallelForPayload&) const { kernel(); }
@@ -302,6 +308,15 @@ void check_runs_on_device(const Plan& plan, int device) { Check::all(plan, plan,
 
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device) {
   Check(plan, c, plan, device, {}).memory(r, std::holds_alternative<CopyPayload>(plan.payload(c)));
+}
+
+std::optional<int> kernel_priority(const CommandRecord& command, int device,
+                                   std::optional<int> inherited) {
+  if (!command.hints.priority) return inherited;
+  const PriorityRequest& p = *command.hints.priority;
+  const Device d = Device::cuda(device);
+  return p.native ? CudaQueue::clamped_priority(d, p.value)
+                  : CudaQueue::native_priority_of(d, static_cast<Priority>(p.value));
 }
 
 std::optional<KernelLaunch> kernel_launch(const Payload& payload, const ArgumentStore& args,

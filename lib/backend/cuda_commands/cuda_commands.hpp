@@ -7,6 +7,7 @@
 #include "backend/cuda_commands/host_callbacks.hpp"
 #include "cuda/check.hpp"
 #include "cuda/graph_ops.hpp"
+#include "cuda/stream_ops.hpp"
 #include "plan/plan.hpp"
 
 #include <cuda_runtime_api.h>
@@ -32,6 +33,11 @@ struct KernelLaunch {
   unsigned shared_bytes = 0;
   std::vector<void*> params;
 };
+/// The CUDA priority the kernels of `command` run at on `device`: its own priority(), else
+/// `inherited` (that of the command whose body holds it); nullopt when neither has one.
+std::optional<int> kernel_priority(const CommandRecord& command, int device,
+                                   std::optional<int> inherited);
+
 /// The launch of a command that runs one kernel (kernel, parallel_for) with the values in
 /// `args`; nullopt for other kinds.
 std::optional<KernelLaunch> kernel_launch(const Payload& payload, const ArgumentStore& args,
@@ -68,6 +74,7 @@ struct StreamSite {
   const KernelLaunch* kernel;  // for kinds that run one kernel
   HostCallback* callback;      // for host tasks
   cuda::Served served;
+  cuda::LaunchAttributes launch = {};  // for kinds that run one kernel
 };
 /// Enqueues `payload` on `site.stream`.
 void enqueue_on_stream(const Payload& payload, const StreamSite& site);

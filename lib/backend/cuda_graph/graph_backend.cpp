@@ -30,17 +30,17 @@ struct Instance {
 // Builds and instantiates `plan` with `args` on `device` and starts uploading it, so the first
 // launch pays no upload on the host and compile() does not wait for the device.
 Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, bool profile,
-                     Captures* captures, double* instantiate_ms) {
+                     bool programmatic, Captures* captures, double* instantiate_ms) {
   const cuda::ScopedDevice on(device);
   const cuda::Served served = cuda::for_executable(plan.buffer_name);
   Instance in;
   in.host_errors = std::make_shared<HostErrors>(std::max<std::uint32_t>(1, count_host_tasks(plan)));
-  GraphBuilder builder(device, in.host_errors.get(), profile, captures);
+  GraphBuilder builder(device, in.host_errors.get(), profile, captures, programmatic);
   in.built = builder.build(plan, args);
 
   const auto start = std::chrono::steady_clock::now();
   cuda::Stream stream = cuda::create_stream(device, 0, served);
-  in.exec = cuda::instantiate(in.built.graph.get(), stream.get(), served,
+  in.exec = cuda::instantiate(in.built.graph.get(), stream.get(), in.built.node_priority, served,
                               [&](cudaGraphNode_t node) { return in.built.name_of(node); });
   in.uploaded = cuda::create_event(device, false, served);
   cuda::record_event(in.uploaded.get(), stream.get(), served);
@@ -54,18 +54,21 @@ Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, bo
 class GraphExecutable final : public CudaExecutable {
  public:
   GraphExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
-                  ArgumentStore args, bool profile, Captures* captures)
-      : CudaExecutable(plan, device, std::move(stats), profile), args_(std::move(args)) {
-    current_ = instantiate(*plan, args_, device.ordinal(), profile, captures,
+                  ArgumentStore args, bool profile, bool programmatic, Captures* captures)
+      : CudaExecutable(plan, device, std::move(stats), profile), args_(std::move(args)),
+        programmatic_(programmatic) {
+    current_ = instantiate(*plan, args_, device.ordinal(), profile, programmatic_, captures,
                            &this->stats().instantiate_ms);
     start_context(current_.context);
     this->stats().backend = Backend::cuda_graph;
+    this->stats().edges_programmatic = current_.built.programmatic_edges;
+    this->stats().commands_prioritised = count_prioritised(plan());
   }
   ~GraphExecutable() override { wait_for_launches(); }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
     return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_,
-                                             profiling(), nullptr);
+                                             profiling(), programmatic_, nullptr);
   }
 
   void write_cuda_dot(const std::string& path) const override {
@@ -104,7 +107,8 @@ class GraphExecutable final : public CudaExecutable {
     ArgumentStore args = plan->arguments;
     if (difference) return rebuild(std::move(plan), std::move(args), difference.what);
     const cuda::ScopedDevice on(ordinal());
-    GraphBuilder builder(ordinal(), current_.host_errors.get(), profiling());
+    GraphBuilder builder(ordinal(), current_.host_errors.get(), profiling(), nullptr,
+                         programmatic_);
     BuiltGraph fresh = builder.build(*plan, args);
     std::string why;
     cudaGraphNode_t at = nullptr;
@@ -134,7 +138,8 @@ class GraphExecutable final : public CudaExecutable {
   }
 
   UpdateResult rebuild(std::shared_ptr<const Plan> plan, ArgumentStore args, std::string why) {
-    Instance fresh = instantiate(*plan, args, ordinal(), profiling(), nullptr, nullptr);
+    Instance fresh = instantiate(*plan, args, ordinal(), profiling(), programmatic_, nullptr,
+                                 nullptr);
     std::lock_guard lock(mutex());
     retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))));
     start_context(current_.context);  // the fresh instance counts its own launches
@@ -144,6 +149,7 @@ class GraphExecutable final : public CudaExecutable {
   }
 
   ArgumentStore args_;
+  bool programmatic_;
   Instance current_;
 };
 
@@ -155,7 +161,8 @@ std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> 
   check_runs_on_device(*plan, device.ordinal());
   ArgumentStore args = plan->arguments;
   return std::make_unique<GraphExecutable>(std::move(plan), device, std::move(stats),
-                                           std::move(args), options.profile, &captures);
+                                           std::move(args), options.profile,
+                                           options.programmatic_edges, &captures);
 }
 
 }  // namespace cmdgraph::detail

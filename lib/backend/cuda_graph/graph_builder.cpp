@@ -70,9 +70,11 @@ std::string BuiltGraph::name_of(cudaGraphNode_t node) const {
 class GraphBuilder::Site final : public GraphSite {
  public:
   Site(GraphBuilder& builder, const Plan& plan, std::uint32_t c, const ArgumentStore& args,
-       cudaGraph_t graph, std::span<const cudaGraphNode_t> deps, HostAncestors before)
+       cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
+       std::span<const cudaGraphEdgeData> edges, std::optional<int> priority,
+       HostAncestors before)
       : builder_(builder), plan_(plan), c_(c), args_(args), graph_(graph), deps_(deps),
-        before_(before), after_(std::move(before)) {
+        edges_(edges), priority_(priority), before_(before), after_(std::move(before)) {
     // Root commands are named by their own name: no string is made per node.
     if (&plan != builder.root_) qualified_ = command_label(plan, c, *builder.root_);
     name_ = qualified_.empty() ? std::string_view(plan.name(c)) : std::string_view(qualified_);
@@ -82,7 +84,12 @@ class GraphBuilder::Site final : public GraphSite {
   int device() const override { return builder_.device_; }
   cuda::Served served() const override { return name_; }
   cudaGraphNode_t place(cuda::NodeSpec& spec) override {
-    return cuda::add_node(graph_, deps_, spec, name_);
+    const cudaGraphNode_t node = cuda::add_node(graph_, deps_, spec, name_, edges_);
+    if (priority_ && !spec.copy && spec.params.type == cudaGraphNodeTypeKernel) {
+      cuda::set_kernel_priority(node, *priority_, name_);
+      builder_.out_->node_priority = true;
+    }
+    return node;
   }
   void* host_callback(const std::shared_ptr<HostTask>& task) override {
     HostCallback* callback =
@@ -95,7 +102,7 @@ class GraphBuilder::Site final : public GraphSite {
     cuda::Graph child = cuda::create_graph(name_);
     std::vector<cudaGraphNode_t> nodes;
     after_ = builder_.add_nodes(body, body.arguments, child.get(), nodes, nullptr,
-                                builder_.profile_, before_);
+                                builder_.profile_, before_, priority_);
     // The child is cloned into the node; ours is destroyed when this returns.
     return builder_.add_child(graph_, deps_, child.get(), name_);
   }
@@ -110,7 +117,7 @@ class GraphBuilder::Site final : public GraphSite {
   }
   cudaGraphNode_t conditional(cudaGraphConditionalNodeType type,
                               const Condition& condition) override {
-    return builder_.add_conditional(plan_, c_, type, condition, args_, graph_, deps_);
+    return builder_.add_conditional(plan_, c_, type, condition, args_, graph_, deps_, priority_);
   }
   /// The nearest host-task ancestors the command's dependants inherit.
   const HostAncestors& after() const noexcept { return after_; }
@@ -122,6 +129,8 @@ class GraphBuilder::Site final : public GraphSite {
   const ArgumentStore& args_;
   cudaGraph_t graph_;
   std::span<const cudaGraphNode_t> deps_;
+  std::span<const cudaGraphEdgeData> edges_;  // empty: all full
+  std::optional<int> priority_;               // of its kernels and its body's
   std::string qualified_;
   std::string_view name_;
   HostAncestors before_;  // the command's nearest host-task ancestors
@@ -165,7 +174,8 @@ cudaGraphNode_t GraphBuilder::add_child(cudaGraph_t graph, std::span<const cudaG
 
 HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& args,
                                       cudaGraph_t graph, std::vector<cudaGraphNode_t>& nodes,
-                                      cudaGraphNode_t root, bool profiled, HostAncestors entry) {
+                                      cudaGraphNode_t root, bool profiled, HostAncestors entry,
+                                      std::optional<int> priority) {
   nodes.assign(plan.size(), nullptr);
   std::vector<HostAncestors> after(plan.size());
   std::vector<HostAncestors> parents;
@@ -173,16 +183,22 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   // command's start is recorded after its parents' ends (the timings honour the edges).
   std::vector<cudaGraphNode_t> ends(profiled ? plan.size() : 0, nullptr);
   std::vector<cudaGraphNode_t> deps;
+  std::vector<cudaGraphEdgeData> edges;  // per dep, when one of them is programmatic
+  // Profiling puts event nodes between kernels, which take full edges only.
+  const bool programmatic = programmatic_ && !profiled && !plan.programmatic.empty();
   for (std::uint32_t c : plan.order) {
     deps.clear();
+    edges.clear();
     for (std::uint32_t p : plan.parents[c]) deps.push_back(profiled ? ends[p] : nodes[p]);
+    if (programmatic) add_edge_data(plan, c, edges);
     if (deps.empty() && root) deps.push_back(root);
     parents.clear();
     for (std::uint32_t p : plan.parents[c]) parents.push_back(after[p]);
     if (parents.empty()) parents.push_back(entry);
     ProfilePoint point{&plan, c, nullptr, nullptr};
     if (profiled) deps.assign(1, add_event_node(graph, deps, &point.start));
-    Site site(*this, plan, c, args, graph, deps, merged(parents));
+    Site site(*this, plan, c, args, graph, deps, edges,
+              kernel_priority(plan.command(c), device_, priority), merged(parents));
     nodes[c] = add_graph_node(plan.payload(c), site);
     after[c] = site.after();
     out_->origins.push_back({nodes[c], &plan, c});
@@ -200,13 +216,33 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   return merged(parents);
 }
 
+// The data of each edge into command `c` of `plan`, in its parents' order, when one of them is
+// programmatic; nothing when all are full.
+void GraphBuilder::add_edge_data(const Plan& plan, std::uint32_t c,
+                                 std::vector<cudaGraphEdgeData>& edges) {
+  for (std::uint32_t p : plan.parents[c]) {
+    if (!plan.is_programmatic(p, c)) continue;
+    edges.assign(plan.parents[c].size(), cudaGraphEdgeData{});
+    std::size_t i = 0;
+    for (std::uint32_t q : plan.parents[c]) {
+      if (plan.is_programmatic(q, c)) {
+        edges[i] = cuda::programmatic_edge();
+        ++out_->programmatic_edges;
+      }
+      ++i;
+    }
+    return;
+  }
+}
+
 // A one-thread kernel sets the condition before the conditional node; a WHILE body ends with
 // the same kernel setting it for the next pass. The passes never return to the host.
 cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
                                               cudaGraphConditionalNodeType type,
                                               const Condition& condition,
                                               const ArgumentStore& args, cudaGraph_t graph,
-                                              std::span<const cudaGraphNode_t> deps) {
+                                              std::span<const cudaGraphNode_t> deps,
+                                              std::optional<int> priority) {
   const std::string name = command_label(plan, c, *root_);
   cudaGraphConditionalHandle handle = cuda::create_conditional_handle(graph, name);
   // Kernel node parameters are copied when a node is made: pointers to locals are fine.
@@ -227,7 +263,7 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
 
   const Plan& body = *plan.body(c);
   std::vector<cudaGraphNode_t> body_nodes;
-  add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr);
+  add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr, priority);
   out_->origins.push_back({first, &plan, c});
   ++out_->node_count;
   if (type == cudaGraphCondTypeWhile) {

@@ -37,6 +37,8 @@ struct BuiltGraph {
   std::vector<cudaGraphNode_t> nodes;  // root command -> its node
   HostCallbacks callbacks;             // userData of the host nodes
   std::size_t node_count = 0;          // bodies included
+  std::size_t programmatic_edges = 0;  // edges made programmatic, bodies included
+  bool node_priority = false;          // a kernel node has a priority: instantiate with them
   // Profiling: the graph's first event and a start and end event around every command.
   cuda::Event launch_start;
   std::vector<cuda::Event> events;
@@ -58,8 +60,12 @@ struct BuiltGraph {
 class GraphBuilder {
  public:
   /// `captures` may be null (captures then run as the graph is built, on their own stream).
-  GraphBuilder(int device, HostErrors* errors, bool profile, Captures* captures = nullptr)
-      : device_(device), errors_(errors), profile_(profile), captures_(captures) {}
+  /// With `programmatic`, the plan's programmatic edges become programmatic graph edges
+  /// (unless profiling puts event nodes between the kernels).
+  GraphBuilder(int device, HostErrors* errors, bool profile, Captures* captures = nullptr,
+               bool programmatic = true)
+      : device_(device), errors_(errors), profile_(profile), captures_(captures),
+        programmatic_(programmatic) {}
   /// The graph of `plan` with the values of `args` (the executable's own store).
   BuiltGraph build(const Plan& plan, const ArgumentStore& args);
   /// Makes node `node` of `exec` take root command `c`'s values in `args` (an updatable kind).
@@ -71,9 +77,11 @@ class GraphBuilder {
   /// Adds a node per command of `plan` to `graph`; with `profiled`, timed event nodes around
   /// each (never inside loop bodies, where CUDA allows no event nodes). `entry`: the nearest
   /// host-task ancestors of the plan's sources; returns those of what follows its sinks.
+  /// `priority`: that of the command whose body `plan` is, for kernels without their own.
   HostAncestors add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
                           std::vector<cudaGraphNode_t>& nodes, cudaGraphNode_t root,
-                          bool profiled, HostAncestors entry);
+                          bool profiled, HostAncestors entry, std::optional<int> priority = {});
+  void add_edge_data(const Plan& plan, std::uint32_t c, std::vector<cudaGraphEdgeData>& edges);
   cudaGraphNode_t add_event_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
                                  cudaEvent_t* event);
   cudaGraphNode_t add_child(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
@@ -81,13 +89,15 @@ class GraphBuilder {
   cudaGraphNode_t add_conditional(const Plan& plan, std::uint32_t c,
                                   cudaGraphConditionalNodeType type, const Condition& condition,
                                   const ArgumentStore& args, cudaGraph_t graph,
-                                  std::span<const cudaGraphNode_t> deps);
+                                  std::span<const cudaGraphNode_t> deps,
+                                  std::optional<int> priority);
   cuda::Graph capture(const Plan& plan, std::uint32_t c);
 
   int device_;
   HostErrors* errors_;
   bool profile_;
   Captures* captures_;
+  bool programmatic_;
   BuiltGraph* out_ = nullptr;  // the graph being built
   const Plan* root_ = nullptr;
   cuda::Stream capture_stream_;  // made when a capture runs during the build

@@ -12,6 +12,7 @@
 #include <cmdgraph/error.hpp>
 
 #include <algorithm>
+#include <utility>
 #include <map>
 
 namespace cmdgraph::detail {
@@ -36,6 +37,7 @@ struct StreamTask {
   std::string name;
   std::optional<KernelLaunch> kernel;  // kinds that run one kernel
   HostCallback* callback = nullptr;    // host tasks
+  cuda::LaunchAttributes launch;       // its kernel's priority, programmatic serialization
 };
 
 std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
@@ -66,11 +68,51 @@ std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
   return tasks;
 }
 
+// The priority each task's kernels inherit from the executed buffers around it. flat.nested
+// lists inner buffers before the buffers around them: walked backwards, inner ones win.
+std::vector<std::optional<int>> inherited_priorities(const FlatPlan& flat, int device) {
+  std::vector<std::optional<int>> inherited(flat.tasks.size());
+  for (auto n = flat.nested.rbegin(); n != flat.nested.rend(); ++n) {
+    const std::optional<int> p =
+        kernel_priority(n->plan->command(n->command), device, inherited[n->entry]);
+    for (std::uint32_t t = n->entry + 1; t < n->exit; ++t) inherited[t] = p;
+  }
+  return inherited;
+}
+
+// Sets each kernel task's launch attributes: its priority, and programmatic serialization
+// where a programmatic edge joins it to the kernel just before it on its stream with nothing
+// enqueued between (no wait, no event record). Returns the programmatic edges so lowered.
+std::size_t set_launch_attributes(std::vector<StreamTask>& tasks, const FlatPlan& flat,
+                                  const LaneSchedule& schedule, int device, bool programmatic) {
+  const std::vector<std::optional<int>> inherited = inherited_priorities(flat, device);
+  std::vector<std::int64_t> last(schedule.lanes, -1);  // per lane: the task enqueued last
+  std::size_t lowered = 0;
+  for (std::uint32_t t : schedule.order) {
+    const std::int64_t before = std::exchange(last[schedule.lane[t]], t);
+    StreamTask& task = tasks[t];
+    if (!task.kernel) continue;
+    const FlatTask& f = *task.task;
+    task.launch.priority = kernel_priority(f.plan->command(f.command), device, inherited[t]);
+    if (!programmatic || before < 0 || !schedule.waits[t].empty() || schedule.fork_wait[t]) {
+      continue;
+    }
+    const FlatTask& p = flat.tasks[before];
+    if (p.plan == f.plan && !p.is_join() && !schedule.records[before] &&
+        f.plan->is_programmatic(p.command, f.command)) {
+      task.launch.programmatic = true;
+      ++lowered;
+    }
+  }
+  return lowered;
+}
+
 class StreamsExecutable final : public CudaExecutable {
  public:
   StreamsExecutable(std::shared_ptr<const Plan> plan, Device device, unsigned max_streams,
-                    bool profile, ExecutableStats stats, ArgumentStore args)
-      : CudaExecutable(plan, device, std::move(stats), profile), max_streams_(max_streams) {
+                    bool profile, bool programmatic, ExecutableStats stats, ArgumentStore args)
+      : CudaExecutable(plan, device, std::move(stats), profile), max_streams_(max_streams),
+        programmatic_(programmatic) {
     const cuda::ScopedDevice on(device.ordinal());
     adopt(std::move(plan), std::move(args));
     fork_ = cuda::create_event(device.ordinal(), false);
@@ -81,12 +123,14 @@ class StreamsExecutable final : public CudaExecutable {
     s.events = schedule_.event_count();
     s.event_waits = schedule_.wait_count();
     s.cross_stream_edges = schedule_.cross_edges;
+    s.edges_programmatic = programmatic_edges_;
+    s.commands_prioritised = count_prioritised(plan());
   }
   ~StreamsExecutable() override { wait_for_launches(); }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
     return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_, profiling(),
-                                               stats(), *arguments_);
+                                               programmatic_, stats(), *arguments_);
   }
 
   std::vector<unsigned> command_lanes() const override {
@@ -142,7 +186,7 @@ class StreamsExecutable final : public CudaExecutable {
     }
     if (!task.task->is_join()) {
       const StreamSite site{s, *task.args, task.kernel ? &*task.kernel : nullptr, task.callback,
-                            served};
+                            served, task.launch};
       enqueue_on_stream(task.task->plan->payload(task.task->command), site);
     }
     if (profiling()) {
@@ -178,6 +222,9 @@ class StreamsExecutable final : public CudaExecutable {
     auto arguments = std::make_unique<ArgumentStore>(std::move(args));
     std::vector<StreamTask> tasks =
         prepare_tasks(flat, *plan, *arguments, device, *callbacks, errors.get());
+    // Profiling records events between tasks: programmatic launches need none between.
+    const std::size_t programmatic =
+        set_launch_attributes(tasks, flat, schedule, device, programmatic_ && !profiling());
     std::vector<cuda::Event> events(flat.tasks.size());
     for (std::size_t t = 0; t < flat.tasks.size(); ++t) {
       if (schedule.records[t]) events[t] = cuda::create_event(device, false);
@@ -198,6 +245,7 @@ class StreamsExecutable final : public CudaExecutable {
     events_ = std::move(events);
     profiling_ = std::move(timers);
     events_pool_ = context->events;
+    programmatic_edges_ = programmatic;
     start_context(std::move(context));
     forks_ = std::any_of(schedule_.fork_wait.begin(), schedule_.fork_wait.end(), [](auto f) { return f; });
     replace_plan(std::move(plan));
@@ -272,6 +320,8 @@ class StreamsExecutable final : public CudaExecutable {
   };
 
   unsigned max_streams_;
+  bool programmatic_;                  // CompileOptions::programmatic_edges
+  std::size_t programmatic_edges_ = 0;  // lowered as programmatic launches
   Profiling profiling_;
   std::unique_ptr<ArgumentStore> arguments_;  // on the heap: tasks point into it
   FlatPlan flat_;
@@ -297,7 +347,8 @@ std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> pla
   check_runs_on_device(*plan, device.ordinal());
   ArgumentStore args = plan->arguments;
   return std::make_unique<StreamsExecutable>(std::move(plan), device, options.max_streams,
-                                             options.profile, std::move(stats), std::move(args));
+                                             options.profile, options.programmatic_edges,
+                                             std::move(stats), std::move(args));
 }
 
 }  // namespace cmdgraph::detail

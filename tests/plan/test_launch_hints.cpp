@@ -1,0 +1,183 @@
+// How commands ask to run beside what they do: programmatic edges (recorded, or into kernels
+// declared programmatic-safe) and priorities, through recording, planning, updates and DOT.
+#include "plan/plan.hpp"
+#include "record/recording.hpp"
+#include "support/expect_error.hpp"
+#include "support/ordering_oracle.hpp"
+#include "support/random_dag.hpp"
+
+#include <cmdgraph/cmdgraph.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+
+using namespace cmdgraph;
+using namespace cmdgraph::testing;
+using cmdgraph::testing::mentions;
+using detail::Edge;
+using detail::Plan;
+
+namespace {
+
+void kernel_stub(int) {}
+
+struct Nothing {
+  void operator()(std::size_t) const {}
+};
+
+std::shared_ptr<const Plan> plan_of(const CommandBuffer& cmd) {
+  return detail::build_plan(*detail::recording_of(cmd));
+}
+
+std::set<std::pair<std::uint32_t, std::uint32_t>> programmatic(const Plan& plan) {
+  std::set<std::pair<std::uint32_t, std::uint32_t>> s;
+  for (const Edge& e : plan.programmatic) s.emplace(e.parent, e.child);
+  return s;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("plan.programmatic.edges_join_kernels_only" * doctest::timeout(10)) {
+  CommandBuffer cmd("pdl");
+  auto load = cmd.host([] {}).named("load");
+  auto scale = cmd.parallel_for(8, Nothing{}).named("scale");
+  auto e = CMDGRAPH_EXPECT_ERROR(scale.after(load, EdgeKind::programmatic), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command buffer 'pdl': the programmatic edge 'load' -> 'scale' joins 'load', a host; "
+        "programmatic edges join kernels (launch, parallel_for)");
+  CHECK(e->commands() == std::vector<std::string>{"load", "scale"});
+  // A refused call records nothing, of either kind.
+  CHECK(detail::recording_of(cmd)->programmatic_edges().empty());
+  CHECK(detail::recording_of(cmd)->edges().empty());
+}
+
+TEST_CASE("plan.programmatic.kinds_survive_reduction" * doctest::timeout(10)) {
+  CommandBuffer cmd("pdl");
+  auto a = cmd.parallel_for(8, Nothing{});
+  auto b = cmd.parallel_for(8, Nothing{}).after(a, EdgeKind::programmatic);
+  auto c = cmd.parallel_for(8, Nothing{}).after(b, EdgeKind::programmatic);
+  c.after(a);  // implied by a -> b -> c: reduced away
+  auto d = cmd.parallel_for(8, Nothing{}).after(c, EdgeKind::programmatic);
+  d.after(c);  // recorded both ways: full wins
+  auto plan = plan_of(cmd);
+  CHECK(plan->edges.size() == 4);  // a-b, a-c, b-c, c-d once each
+  CHECK(plan->children.edges() == 3);
+  CHECK(programmatic(*plan) == std::set<std::pair<std::uint32_t, std::uint32_t>>{
+                                   {a.index(), b.index()}, {b.index(), c.index()}});
+  CHECK(plan->is_programmatic(a.index(), b.index()));
+  CHECK_FALSE(plan->is_programmatic(c.index(), d.index()));
+  CHECK_FALSE(plan->is_programmatic(a.index(), c.index()));
+}
+
+TEST_CASE("plan.programmatic.safe_kernels_take_edges_from_kernels" * doctest::timeout(10)) {
+  CommandBuffer cmd("chain");
+  auto k1 = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 1);
+  auto k2 = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 2).after(k1).programmatic_safe();
+  auto p = cmd.parallel_for(4, Nothing{}).after(k2);
+  auto k3 = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 3).programmatic_safe().after(p);
+  auto h = cmd.host([] {});
+  auto k4 = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 4).programmatic_safe().after(h, k3);
+  auto plan = plan_of(cmd);
+  // Into a safe kernel from a kernel or parallel_for: programmatic; from a host task: full;
+  // into a kernel not declared safe (p): full.
+  CHECK(programmatic(*plan) == std::set<std::pair<std::uint32_t, std::uint32_t>>{
+                                   {k1.index(), k2.index()},
+                                   {p.index(), k3.index()},
+                                   {k3.index(), k4.index()}});
+  CHECK_FALSE(plan->is_programmatic(h.index(), k4.index()));
+  CHECK_FALSE(plan->is_programmatic(k2.index(), p.index()));
+}
+
+TEST_CASE("plan.priority.recorded_and_refused" * doctest::timeout(10)) {
+  CommandBuffer cmd("urgent");
+  auto a = cmd.parallel_for(8, Nothing{}).named("a").priority(Priority::high);
+  auto b = cmd.host([] {}).named("b").priority(-3);
+  auto c = cmd.parallel_for(8, Nothing{}).named("c");
+  auto e = CMDGRAPH_EXPECT_ERROR(c.priority(static_cast<Priority>(7)), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command 'c' was given priority 7, which is not a Priority enumerator");
+  CHECK(e->commands() == std::vector<std::string>{"c"});
+  auto plan = plan_of(cmd);
+  CHECK(plan->command(a.index()).hints.priority ==
+        detail::PriorityRequest{false, static_cast<int>(Priority::high)});
+  CHECK(plan->command(b.index()).hints.priority == detail::PriorityRequest{true, -3});
+  CHECK_FALSE(plan->command(c.index()).hints.priority.has_value());  // the refusal changed nothing
+  CHECK(detail::count_prioritised(*plan) == 2);
+  Executable exe = compile(cmd, Device::host());
+  CHECK(exe.stats().commands_prioritised == 0);  // the host backend has no priorities
+  CHECK(exe.stats().edges_programmatic == 0);
+}
+
+TEST_CASE("plan.update_sees_priorities_and_edge_kinds" * doctest::timeout(30)) {
+  auto record = [](CommandBuffer& cmd, Priority priority, EdgeKind kind) {
+    auto a = cmd.parallel_for(8, Nothing{}).named("a").priority(priority);
+    cmd.parallel_for(8, Nothing{}).named("b").after(a, kind);
+  };
+  CommandBuffer cmd("step");
+  record(cmd, Priority::high, EdgeKind::full);
+  Executable exe = compile(cmd, Device::host());
+  CommandBuffer same("step"), urgent("step"), early("step");
+  record(same, Priority::high, EdgeKind::full);
+  record(urgent, Priority::low, EdgeKind::full);
+  record(early, Priority::high, EdgeKind::programmatic);
+  CHECK_FALSE(exe.update(same).reinstantiated);
+  auto e = CMDGRAPH_EXPECT_ERROR(exe.update(urgent), errc::update_refused);
+  REQUIRE(e);
+  CHECK(mentions(*e, "command 'a' has another priority"));
+  e = CMDGRAPH_EXPECT_ERROR(exe.update(early), errc::update_refused);
+  REQUIRE(e);
+  CHECK(mentions(*e, "command 'a' has a programmatic edge to 'b', was full"));
+}
+
+TEST_CASE("plan.programmatic.host_backend_orders_them_as_edges" * doctest::timeout(120)) {
+  // Every edge programmatic, priorities at random: the host backend runs them as edges.
+  for (std::uint32_t seed = 0; seed < 20; ++seed) {
+    const Dag dag = random_dag(seed % 2 ? DagShape::random : DagShape::layered, 50 + 10 * seed, seed);
+    CAPTURE(seed);
+    constexpr std::uint32_t launches = 2;
+    Observations obs(dag.size * launches);
+    const TicketBoard board =
+        obs.board(static_cast<std::uint32_t>(dag.size), static_cast<std::uint32_t>(dag.size), launches);
+    CommandBuffer cmd("oracle");
+    std::vector<Command> c;
+    for (std::uint32_t v = 0; v < dag.size; ++v) {
+      c.push_back(cmd.parallel_for(1, Ticket{board, v}).priority(static_cast<Priority>(v % 3)));
+    }
+    for (const auto& [p, k] : dag.edges) c[k].after(c[p], EdgeKind::programmatic);
+    Executable exe = compile(cmd, Device::host());
+    Queue queue(Device::host());
+    for (std::uint32_t k = 0; k < launches; ++k) exe.launch(queue);
+    queue.wait();
+    const std::string verdict =
+        check_order(dag, obs, launches, std::vector<std::uint32_t>(dag.size, 1));
+    CHECK_MESSAGE(verdict.empty(), verdict);
+  }
+}
+
+TEST_CASE("plan.dot.draws_edge_kinds_and_priorities" * doctest::timeout(10)) {
+  CommandBuffer cmd("drawn");
+  auto a = cmd.parallel_for(8, Nothing{}).named("a").priority(Priority::high);
+  cmd.parallel_for(8, Nothing{}).named("b").after(a, EdgeKind::programmatic).priority(-2);
+  Executable exe = compile(cmd, Device::host());
+  const std::string path = "launch_hints_test.dot";
+  exe.write_dot(path);
+  const std::string dot = read_file(path);
+  std::remove(path.c_str());
+  // The critical path's colour comes first on that edge.
+  CHECK(dot.find("c0 -> c1 [color=red, penwidth=2, arrowhead=onormal, xlabel=\"programmatic\"]") !=
+        std::string::npos);
+  CHECK(dot.find("priority high") != std::string::npos);
+  CHECK(dot.find("priority -2") != std::string::npos);
+}
