@@ -24,8 +24,12 @@ namespace cmdgraph::testing {
     }                                                                                    \
   } while (0)
 
-/// One ticket as a plain kernel launch (block 1, thread 1).
-__global__ void ticket_kernel(Ticket t) { t(0); }
+/// One ticket as a plain kernel launch (block 1, thread 1). It waits for its parents first, so
+/// it may sit at the end of a programmatic edge (a no-op otherwise).
+__global__ void ticket_kernel(Ticket t) {
+  cudaGridDependencySynchronize();
+  t(0);
+}
 
 /// y[i] = a * x[i] + y[i].
 __global__ void axpy_kernel(int n, float a, const float* x, float* y) {

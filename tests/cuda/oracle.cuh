@@ -39,7 +39,8 @@ inline void declare_edges(std::vector<Command>& c, const Dag& dag, View<int> cel
 // `cells` when it is not empty (declare_edges).
 inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
                            const std::function<TicketBoard(std::uint32_t)>& board_for,
-                           bool portable, View<int> cells = {}) {
+                           bool portable, View<int> cells = {},
+                           EdgeKind kind = EdgeKind::full) {
   Recorded r;
   r.elements.assign(dag.size, 1);
   auto is_kernel = [&](std::size_t v) { return !portable && v % 4 == 1; };
@@ -60,7 +61,7 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
     }
   }
   if (cells.size() == 0) {
-    for (const auto& [p, k] : dag.edges) c[k].after(c[p]);
+    for (const auto& [p, k] : dag.edges) c[k].after(c[p], kind);
   } else {
     declare_edges(c, dag, cells);
   }
@@ -69,17 +70,19 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
 
 /// Records `dag` as tickets on `gpu`, runs it `launches` times with `backend` and returns what
 /// the oracle found wrong (empty when every edge and count held). `inferred`: the edges are
-/// declared as access (declare_edges) and compiled with Hazards::infer.
+/// declared as access (declare_edges) and compiled with Hazards::infer. `kind`: of every
+/// recorded edge (the ticket kernels wait for their parents first, as programmatic edges ask).
 inline std::string run_on_gpu(const Dag& dag, Backend backend, unsigned max_streams,
                               std::uint32_t launches, Observations* out = nullptr,
                               bool portable = false, Device gpu = Device::cuda(0),
-                              bool inferred = false) {
+                              bool inferred = false, EdgeKind kind = EdgeKind::full,
+                              ExecutableStats* stats = nullptr) {
   DeviceBoard board(gpu, dag.size * launches);
   const Buffer<int> cells(gpu, std::max<std::size_t>(inferred ? dag.edges.size() : 0, 1));
   CommandBuffer cmd("oracle");
   const Recorded r = record_dag(cmd, dag, [&](std::uint32_t per) {
     return board.board(static_cast<std::uint32_t>(dag.size), per, launches);
-  }, portable, inferred ? cells.view() : View<int>{});
+  }, portable, inferred ? cells.view() : View<int>{}, kind);
   Executable exe = compile(cmd, gpu, {.backend = backend, .max_streams = max_streams,
                                       .hazards = inferred ? Hazards::infer : Hazards::automatic});
   REQUIRE(exe.backend() == backend);
@@ -88,6 +91,7 @@ inline std::string run_on_gpu(const Dag& dag, Backend backend, unsigned max_stre
     std::set<std::pair<std::uint32_t, std::uint32_t>> distinct(dag.edges.begin(), dag.edges.end());
     REQUIRE(exe.stats().edges_inferred == distinct.size());
   }
+  if (stats) *stats = exe.stats();
   Queue q(gpu);
   for (std::uint32_t k = 0; k < launches; ++k) exe.launch(q);
   q.wait();

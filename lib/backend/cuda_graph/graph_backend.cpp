@@ -62,7 +62,7 @@ class GraphExecutable final : public CudaExecutable {
     start_context(current_.context);
     this->stats().backend = Backend::cuda_graph;
     this->stats().edges_programmatic = current_.built.programmatic_edges;
-    this->stats().commands_prioritised = count_prioritised(plan());
+    this->stats().commands_prioritised = count_prioritised(*plan);
   }
   ~GraphExecutable() override { wait_for_launches(); }
 

@@ -124,7 +124,7 @@ class StreamsExecutable final : public CudaExecutable {
     s.event_waits = schedule_.wait_count();
     s.cross_stream_edges = schedule_.cross_edges;
     s.edges_programmatic = programmatic_edges_;
-    s.commands_prioritised = count_prioritised(plan());
+    s.commands_prioritised = count_prioritised(this->plan());
   }
   ~StreamsExecutable() override { wait_for_launches(); }
 
