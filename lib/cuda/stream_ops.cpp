@@ -43,15 +43,11 @@ void launch_kernel(const void* function, dim3 grid, dim3 block, void** params,
 void launch_kernel(const void* function, dim3 grid, dim3 block, void** params,
                    std::size_t shared_bytes, cudaStream_t stream, const LaunchAttributes& attributes,
                    Served served) {
-  cudaLaunchAttribute attrs[2] = {};
+  cudaLaunchAttribute attrs[1] = {};
   unsigned count = 0;
   if (attributes.programmatic) {
     attrs[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attrs[count++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (attributes.priority) {
-    attrs[count].id = cudaLaunchAttributePriority;
-    attrs[count++].val.priority = *attributes.priority;
   }
   cudaLaunchConfig_t config{};
   config.gridDim = grid;

@@ -8,7 +8,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <optional>
 #include <cstdint>
 
 namespace cmdgraph::detail::cuda {
@@ -32,11 +31,10 @@ void launch_kernel(const void* function, dim3 grid, dim3 block, void** params,
                    std::size_t shared_bytes, cudaStream_t stream, Served served);
 /// What a launch asks beyond its dimensions: programmatic stream serialization (the kernel
 /// may launch while the one before it on the stream still runs, and waits for it with
-/// cudaGridDependencySynchronize()) and a priority of its own.
+/// cudaGridDependencySynchronize()).
 struct LaunchAttributes {
   bool programmatic = false;
-  std::optional<int> priority;
-  bool any() const noexcept { return programmatic || priority.has_value(); }
+  bool any() const noexcept { return programmatic; }
 };
 /// As launch_kernel, with `attributes` (cudaLaunchKernelExC).
 void launch_kernel(const void* function, dim3 grid, dim3 block, void** params,

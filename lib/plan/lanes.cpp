@@ -31,7 +31,8 @@ std::uint32_t LaneSchedule::wait_count() const {
   return n;
 }
 
-LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes) {
+LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes,
+                          std::span<const std::int32_t> classes) {
   const std::size_t n = flat.tasks.size();
   max_lanes = std::max(1u, max_lanes);
   LaneSchedule s;
@@ -72,13 +73,20 @@ LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes) {
   const auto known = [](const std::vector<std::int64_t>& c, std::size_t k) {
     return k < c.size() ? c[k] : std::int64_t{-2};
   };
-  const auto open_lane = [&] {
+  const auto class_of = [&](std::uint32_t t) {
+    return classes.empty() ? lane_class::queue : classes[t];
+  };
+  const auto fits = [&](std::uint32_t l, std::uint32_t t) {
+    return class_of(t) == lane_class::any || s.lane_class[l] == class_of(t);
+  };
+  const auto open_lane = [&](std::int32_t cls) {
     tail.push_back(no_lane);
     free_at.push_back(0);
     clock.emplace_back();
     next_position.push_back(0);
+    s.lane_class.push_back(cls == lane_class::any ? lane_class::queue : cls);
   };
-  open_lane();
+  open_lane(lane_class::queue);
   clock[0] = {-1};
   std::vector<std::uint32_t> rank(n);
   for (std::uint32_t i = 0; i < n; ++i) rank[s.order[i]] = i;
@@ -121,9 +129,10 @@ LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes) {
     }
     const std::uint32_t continued =
         latest != no_lane && tail[s.lane[latest]] == latest ? s.lane[latest] : no_lane;
-    if (parents.empty() && tail[0] == no_lane) chosen = 0;
+    if (parents.empty() && tail[0] == no_lane && fits(0, t)) chosen = 0;
     if (chosen == no_lane && weight[t] == 0) {
-      chosen = latest != no_lane ? s.lane[latest] : 0;  // free tasks never open lanes
+      const std::uint32_t l = latest != no_lane ? s.lane[latest] : 0;
+      if (fits(l, t)) chosen = l;  // free tasks never open lanes
     }
     if (chosen == no_lane) {
       // The lane where t can start earliest (a new one, while there are any, can start it
@@ -132,6 +141,7 @@ LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes) {
       std::uint64_t earliest = 0;
       std::size_t fewest = 0;
       for (std::uint32_t l = 0; l < tail.size(); ++l) {
+        if (!fits(l, t)) continue;
         const std::uint64_t at = std::max(ready, free_at[l]);
         if (chosen != no_lane && at > earliest) continue;
         waits_on(l, waits, after);
@@ -144,9 +154,10 @@ LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes) {
           fewest = waits.size();
         }
       }
-      if (earliest > ready && tail.size() < max_lanes) {
+      // A new lane while there are any; the first lane of a class beyond them.
+      if (chosen == no_lane || (earliest > ready && tail.size() < max_lanes)) {
         chosen = static_cast<std::uint32_t>(tail.size());
-        open_lane();
+        open_lane(class_of(t));
       }
     }
     s.lane[t] = chosen;

@@ -6,12 +6,22 @@
 #include "plan/flat_plan.hpp"
 
 #include <cstdint>
+#include <limits>
+#include <span>
 #include <vector>
 
 namespace cmdgraph::detail {
 
+/// What a task asks of its lane's stream: tasks of different classes never share a lane (the
+/// streams backend makes each lane's stream at its class's priority).
+namespace lane_class {
+inline constexpr std::int32_t any = std::numeric_limits<std::int32_t>::max();    // no kernel
+inline constexpr std::int32_t queue = std::numeric_limits<std::int32_t>::min();  // the queue's
+}  // namespace lane_class
+
 struct LaneSchedule {
   std::uint32_t lanes = 1;                          // lanes used (lane 0 always counts)
+  std::vector<std::int32_t> lane_class;             // lane -> its class (lane 0: queue)
   std::vector<std::uint32_t> lane;                  // task -> lane
   std::vector<std::uint32_t> order;                 // tasks in enqueue order (topological)
   std::vector<std::vector<std::uint32_t>> waits;    // task -> tasks whose events it waits on
@@ -32,7 +42,10 @@ struct LaneSchedule {
 /// early, the one that needs the fewest event waits, then its heaviest parent's lane (chains
 /// stay on one lane), then the one idle last. A cross-lane edge costs an event wait only when
 /// per-lane vector clocks do not already imply it: for the lanes and order chosen, the fewest
-/// waits on parents that order every edge.
-LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes);
+/// waits on parents that order every edge. `classes` (per task, empty: all lane_class::queue)
+/// keeps tasks of different classes apart; lane 0 is of class queue, and a class with no lane
+/// yet gets one beyond `max_lanes` if need be.
+LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes,
+                          std::span<const std::int32_t> classes = {});
 
 }  // namespace cmdgraph::detail

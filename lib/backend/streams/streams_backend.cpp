@@ -37,7 +37,7 @@ struct StreamTask {
   std::string name;
   std::optional<KernelLaunch> kernel;  // kinds that run one kernel
   HostCallback* callback = nullptr;    // host tasks
-  cuda::LaunchAttributes launch;       // its kernel's priority, programmatic serialization
+  cuda::LaunchAttributes launch;       // programmatic stream serialization
 };
 
 std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
@@ -80,27 +80,37 @@ std::vector<std::optional<int>> inherited_priorities(const FlatPlan& flat, int d
   return inherited;
 }
 
-// Sets each kernel task's launch attributes: its priority, and programmatic serialization
-// where a programmatic edge joins it to the kernel just before it on its stream with nothing
-// enqueued between (no wait, no event record). Returns the programmatic edges so lowered.
-std::size_t set_launch_attributes(std::vector<StreamTask>& tasks, const FlatPlan& flat,
-                                  const LaneSchedule& schedule, int device, bool programmatic) {
+// Each task's lane class: a kernel runs on a lane whose stream has its priority (the queue's
+// when it has none of its own); other tasks go anywhere.
+std::vector<std::int32_t> lane_classes(const FlatPlan& flat, int device) {
   const std::vector<std::optional<int>> inherited = inherited_priorities(flat, device);
+  std::vector<std::int32_t> classes(flat.tasks.size(), lane_class::any);
+  for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
+    const FlatTask& f = flat.tasks[t];
+    if (f.is_join() || !code_of(f.plan->payload(f.command))) continue;
+    classes[t] = kernel_priority(f.plan->command(f.command), device, inherited[t])
+                     .value_or(lane_class::queue);
+  }
+  return classes;
+}
+
+// Marks the kernel tasks joined by a programmatic edge to the kernel just before them on their
+// stream with nothing enqueued between (no wait, no event record) for programmatic stream
+// serialization. Returns how many.
+std::size_t set_programmatic(std::vector<StreamTask>& tasks, const FlatPlan& flat,
+                             const LaneSchedule& schedule) {
   std::vector<std::int64_t> last(schedule.lanes, -1);  // per lane: the task enqueued last
   std::size_t lowered = 0;
   for (std::uint32_t t : schedule.order) {
     const std::int64_t before = std::exchange(last[schedule.lane[t]], t);
-    StreamTask& task = tasks[t];
-    if (!task.kernel) continue;
-    const FlatTask& f = *task.task;
-    task.launch.priority = kernel_priority(f.plan->command(f.command), device, inherited[t]);
-    if (!programmatic || before < 0 || !schedule.waits[t].empty() || schedule.fork_wait[t]) {
+    if (!tasks[t].kernel || before < 0 || !schedule.waits[t].empty() || schedule.fork_wait[t]) {
       continue;
     }
+    const FlatTask& f = flat.tasks[t];
     const FlatTask& p = flat.tasks[before];
     if (p.plan == f.plan && !p.is_join() && !schedule.records[before] &&
         f.plan->is_programmatic(p.command, f.command)) {
-      task.launch.programmatic = true;
+      tasks[t].launch.programmatic = true;
       ++lowered;
     }
   }
@@ -216,7 +226,7 @@ class StreamsExecutable final : public CudaExecutable {
   void adopt(std::shared_ptr<const Plan> plan, ArgumentStore args) {
     const int device = ordinal();
     FlatPlan flat = flatten(*plan);
-    LaneSchedule schedule = assign_lanes(flat, max_streams_);
+    LaneSchedule schedule = assign_lanes(flat, max_streams_, lane_classes(flat, device));
     auto errors = std::make_shared<HostErrors>(std::max<std::uint32_t>(1, count_host_tasks(*plan)));
     auto callbacks = std::make_shared<HostCallbacks>();
     auto arguments = std::make_unique<ArgumentStore>(std::move(args));
@@ -224,7 +234,7 @@ class StreamsExecutable final : public CudaExecutable {
         prepare_tasks(flat, *plan, *arguments, device, *callbacks, errors.get());
     // Profiling records events between tasks: programmatic launches need none between.
     const std::size_t programmatic =
-        set_launch_attributes(tasks, flat, schedule, device, programmatic_ && !profiling());
+        programmatic_ && !profiling() ? set_programmatic(tasks, flat, schedule) : 0;
     std::vector<cuda::Event> events(flat.tasks.size());
     for (std::size_t t = 0; t < flat.tasks.size(); ++t) {
       if (schedule.records[t]) events[t] = cuda::create_event(device, false);
@@ -252,12 +262,16 @@ class StreamsExecutable final : public CudaExecutable {
   }
 
   // The lanes for a launch from `queue`: its own stream, then this executable's streams made
-  // with the queue's priority (once per priority).
+  // with the priority of their lane's class, the queue's for class queue (once per queue
+  // priority).
   const std::vector<cudaStream_t>& lanes_for(CudaQueue& queue) {
     auto& owned = streams_[queue.native_priority()];
     auto& handles = handles_[queue.native_priority()];
     while (owned.size() + 1 < schedule_.lanes) {
-      owned.push_back(cuda::create_stream(ordinal(), queue.native_priority(), cuda::for_executable(name())));
+      const std::int32_t cls = schedule_.lane_class[owned.size() + 1];
+      owned.push_back(cuda::create_stream(ordinal(),
+                                          cls == lane_class::queue ? queue.native_priority() : cls,
+                                          cuda::for_executable(name())));
     }
     while (rescue_.size() + 1 < schedule_.lanes) {
       rescue_.push_back(cuda::create_event(ordinal(), false, cuda::for_executable(name())));

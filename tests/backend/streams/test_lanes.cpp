@@ -12,6 +12,7 @@
 #include <bit>
 #include <random>
 #include <set>
+#include <span>
 #include <vector>
 
 using namespace cmdgraph;
@@ -26,7 +27,7 @@ struct Scheduled {
   LaneSchedule schedule;
 };
 
-Scheduled schedule(const Dag& dag, unsigned lanes) {
+Scheduled schedule(const Dag& dag, unsigned lanes, std::span<const std::int32_t> classes = {}) {
   CommandBuffer cmd("lanes");
   std::vector<Command> c;
   for (std::size_t v = 0; v < dag.size; ++v) c.push_back(cmd.host([] {}));
@@ -34,7 +35,7 @@ Scheduled schedule(const Dag& dag, unsigned lanes) {
   Scheduled s;
   s.plan = detail::build_plan(*detail::recording_of(cmd));
   s.flat = detail::flatten(*s.plan);
-  s.schedule = detail::assign_lanes(s.flat, lanes);
+  s.schedule = detail::assign_lanes(s.flat, lanes, classes);
   return s;
 }
 
@@ -102,6 +103,37 @@ TEST_CASE("lanes.every_edge_implied_on_random_dags" * doctest::timeout(120)) {
     CHECK_MESSAGE(problem.empty(), problem);
     CHECK(s.schedule.wait_count() - s.schedule.joins.size() <=
           s.schedule.cross_edges + s.schedule.lanes);  // waits: at most one per cross edge, plus forks
+  }
+}
+
+TEST_CASE("lanes.classes_never_share_a_lane" * doctest::timeout(120)) {
+  // Kernels of different priorities get lanes of their own (streams of that priority); tasks
+  // of class `any` go anywhere; every edge stays implied.
+  namespace lc = detail::lane_class;
+  const std::int32_t palette[] = {lc::any, lc::queue, -5, -2, 0};
+  for (std::uint32_t i = 0; i < 120; ++i) {
+    const Dag dag = random_dag(i % 2 ? DagShape::random : DagShape::layered, 2 + (i * 41) % 400,
+                               900 + i);
+    std::mt19937 rng(i);
+    std::vector<std::int32_t> classes(dag.size);
+    const std::size_t used = 1 + i % 5;  // how many of the palette this DAG draws from
+    for (auto& c : classes) c = palette[rng() % used];
+    const unsigned lanes = 1 + i % 6;
+    CAPTURE(i);
+    CAPTURE(lanes);
+    const Scheduled s = schedule(dag, lanes, classes);  // host tasks: the flat tasks are the DAG's
+    REQUIRE(s.flat.tasks.size() == dag.size);
+    REQUIRE(s.schedule.lane_class.size() == s.schedule.lanes);
+    CHECK(s.schedule.lane_class[0] == lc::queue);
+    std::set<std::int32_t> explicit_classes;
+    for (std::uint32_t t = 0; t < dag.size; ++t) {
+      const std::int32_t lane_class = s.schedule.lane_class[s.schedule.lane[t]];
+      if (classes[t] != lc::any) CHECK(lane_class == classes[t]);
+      if (classes[t] != lc::any && classes[t] != lc::queue) explicit_classes.insert(classes[t]);
+    }
+    CHECK(s.schedule.lanes <= lanes + explicit_classes.size());
+    const std::string problem = unimplied_edge(s);
+    CHECK_MESSAGE(problem.empty(), problem);
   }
 }
 
