@@ -1,5 +1,5 @@
-// Test-only control of the checked door: make the Nth CUDA call from now fail with a chosen
-// error, and count calls, so every error path can be exercised without broken hardware.
+// Test-only control of the checked doors: make the Nth CUDA (or CUPTI) call from now fail with
+// a chosen error, and count calls, so every error path can be exercised without broken hardware.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,6 +18,23 @@ class FaultInjection {
   static void disarm();
   /// Calls counted since the last fail_call or count_calls.
   static std::uint64_t calls();
+};
+
+/// The same for CUPTI's door (cupti_check.hpp), counted apart from CUDA's calls. Calls CUPTI's
+/// own thread makes while it hands buffers over are not counted, so the count is the calling
+/// threads' alone. Without CUPTI in the build these do nothing and available() is false.
+class CuptiFaultInjection {
+ public:
+  /// The `nth` CUPTI call (1-based) from now fails with `result` (a CUptiResult).
+  static void fail_call(std::uint64_t nth, int result);
+  /// Counts calls without failing any.
+  static void count_calls();
+  /// Stops counting and failing.
+  static void disarm();
+  /// Calls counted since the last fail_call or count_calls.
+  static std::uint64_t calls();
+  /// Whether this build has CUPTI at all.
+  static bool available();
 };
 
 }  // namespace cmdgraph::detail::cuda

@@ -69,8 +69,8 @@ std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
 class StreamsExecutable final : public CudaExecutable {
  public:
   StreamsExecutable(std::shared_ptr<const Plan> plan, Device device, unsigned max_streams,
-                    bool profile, ExecutableStats stats, ArgumentStore args)
-      : CudaExecutable(plan, device, std::move(stats), profile), max_streams_(max_streams) {
+                    unsigned profile_every, ExecutableStats stats, ArgumentStore args)
+      : CudaExecutable(plan, device, std::move(stats), profile_every), max_streams_(max_streams) {
     const cuda::ScopedDevice on(device.ordinal());
     adopt(std::move(plan), std::move(args));
     fork_ = cuda::create_event(device.ordinal(), false);
@@ -85,8 +85,8 @@ class StreamsExecutable final : public CudaExecutable {
   ~StreamsExecutable() override { wait_for_launches(); }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_, profiling(),
-                                               stats(), *arguments_);
+    return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_,
+                                               profile_every(), stats(), *arguments_);
   }
 
   std::vector<unsigned> command_lanes() const override {
@@ -119,7 +119,9 @@ class StreamsExecutable final : public CudaExecutable {
       cuda::record_event(done_.get(), previous->stream(), served);
       cuda::wait_event(main, done_.get(), served);
     }
-    if (profiling()) cuda::record_event(profiling_.launch_start.get(), main, served);
+    if (current_launch().profiled) {
+      cuda::record_event(profiling_.launch_start.get(), main, served);
+    }
     if (forks_) cuda::record_event(fork_.get(), main, served);
     try {
       for (std::uint32_t t : schedule_.order) enqueue_task(t, lanes);
@@ -137,7 +139,8 @@ class StreamsExecutable final : public CudaExecutable {
     if (schedule_.fork_wait[t]) cuda::wait_event(s, fork_.get(), served);
     for (std::uint32_t p : schedule_.waits[t]) cuda::wait_event(s, events_[p].get(), served);
     const NvtxRange range(task.name);
-    if (profiling()) {
+    const bool profiled = current_launch().profiled;
+    if (profiled) {
       for (cudaEvent_t e : profiling_.before[t]) cuda::record_event(e, s, served);
     }
     if (!task.task->is_join()) {
@@ -145,7 +148,7 @@ class StreamsExecutable final : public CudaExecutable {
                             served};
       enqueue_on_stream(task.task->plan->payload(task.task->command), site);
     }
-    if (profiling()) {
+    if (profiled) {
       for (cudaEvent_t e : profiling_.after[t]) cuda::record_event(e, s, served);
     }
     if (schedule_.records[t]) cuda::record_event(events_[t].get(), s, served);
@@ -153,9 +156,11 @@ class StreamsExecutable final : public CudaExecutable {
 
   std::optional<Profile> read_last_profile() const override {
     std::lock_guard lock(mutex());
-    if (launches() == 0) return std::nullopt;
-    return read_profile(plan(), profiling_.launch_start.get(), profiling_.points, "streams",
-                        last_started(), profiling_.lanes);
+    if (!last_profiled()) return std::nullopt;
+    Profile p = read_profile(plan(), profiling_.launch_start.get(), profiling_.points, "streams",
+                             last_started(), profiling_.lanes);
+    p.launch = last_profiled()->index;
+    return p;
   }
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
@@ -297,7 +302,8 @@ std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> pla
   check_runs_on_device(*plan, device.ordinal());
   ArgumentStore args = plan->arguments;
   return std::make_unique<StreamsExecutable>(std::move(plan), device, options.max_streams,
-                                             options.profile, std::move(stats), std::move(args));
+                                             options.profile_every, std::move(stats),
+                                             std::move(args));
 }
 
 }  // namespace cmdgraph::detail
