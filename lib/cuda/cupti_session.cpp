@@ -65,7 +65,8 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
                                std::size_t valid) {
   CUpti_Activity* activity = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid, &activity) == CUPTI_SUCCESS) {
-    switch (activity->kind) {
+    const CUpti_ActivityKind record_kind = activity->kind;  // CUPTI's, not a command's
+    switch (record_kind) {
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: route<CUpti_ActivityKernel10>(activity); break;
       case CUPTI_ACTIVITY_KIND_MEMCPY: route<CUpti_ActivityMemcpy6>(activity); break;
