@@ -383,6 +383,31 @@ TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(
   CHECK(ok.last_profile().unmeasured == 0);
 }
 
+// A profiled launch CUPTI could not trace (switching collection on failed) still runs;
+// last_profile() then says so, and the next profiled launch is traced again.
+TEST_CASE("cuda.cupti.untraced_launch_is_reported_by_last_profile" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> d(gpu, 1);
+  CommandBuffer cmd("untraced");
+  cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data()).named("a");
+  Executable exe = traced(cmd, gpu, 2);
+  Queue q(gpu);
+  exe.launch(q);
+  exe.launch(q).wait();
+  CHECK(exe.last_profile().launch == 0);
+  CuptiFaultInjection::fail_call(1, CUPTI_ERROR_UNKNOWN);
+  exe.launch(q).wait();  // launch 2, profiled: its CUPTI call fails, the launch runs
+  CuptiFaultInjection::disarm();
+  auto e = CMDGRAPH_EXPECT_ERROR((void)exe.last_profile(), errc::cuda_error);
+  REQUIRE(e);
+  CHECK(mentions(*e, "launch 2"));
+  exe.launch(q);
+  exe.launch(q).wait();
+  const Profile p = exe.last_profile();
+  CHECK(p.launch == 4);
+  CHECK(p.unmeasured == 0);
+}
+
 namespace {
 void CUPTIAPI ignore_callbacks(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 }  // namespace
