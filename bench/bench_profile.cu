@@ -13,6 +13,7 @@
 #include <cupti.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -210,6 +211,7 @@ void probe(const Shape& s) {
 
 void report(const Shape& s) {
   Medians& m = results[s.name];
+  if (!m.count("raw CUPTI probe")) m["raw CUPTI probe"] = m["raw graph (probe phase)"] = NAN;
   const double base = m["unprofiled"];
   const double probe_ratio = m["raw CUPTI probe"] / m["raw graph (probe phase)"];
   const bool empty = s.cycles == 0;
@@ -238,8 +240,16 @@ int main() {
   std::printf("cmdgraph's phase (raw graph, unprofiled, events, CUPTI, CUPTI 1 in %u)\n", every);
   for (const Shape& s : shapes) ours(s);
   std::printf("probe phase (raw graph, raw graph traced by CUPTI concurrent-kernel activity)\n");
-  BENCH_CUPTI(cuptiActivityRegisterCallbacks(&probe_requested, &probe_completed));
-  for (const Shape& s : shapes) probe(s);
+  const CUptiResult registered =
+      cuptiActivityRegisterCallbacks(&probe_requested, &probe_completed);
+  if (registered == CUPTI_SUCCESS) {
+    for (const Shape& s : shapes) probe(s);
+  } else {
+    const char* what = nullptr;
+    cuptiGetResultString(registered, &what);
+    std::printf("  the probe could not register its buffer callbacks (%s): no probe figures\n",
+                what ? what : "?");
+  }
   for (const Shape& s : shapes) report(s);
   return 0;
 }

@@ -104,11 +104,11 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
     if (!clone_log) return;
     const auto* resource = static_cast<const CUpti_ResourceData*>(data);
     on_clone(*static_cast<const CUpti_GraphData*>(resource->resourceDescriptor));
-  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
-             (id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
-              id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz)) {
-    const auto* call = static_cast<const CUpti_CallbackData*>(data);
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    // cudaGraphLaunch and the cuGraphLaunch it makes: records carry one of their correlation
+    // ids (the driver's, as CUPTI documents it; the runtime's is routed too, to be sure).
     // At entry, before any of the launch's work can finish and be handed over.
+    const auto* call = static_cast<const CUpti_CallbackData*>(data);
     if (!window_target || call->callbackSite != CUPTI_API_ENTER || !the_session) return;
     SessionAccess::open(*the_session, call->correlationId, *window_target);
   }
@@ -150,6 +150,12 @@ bool start(std::string& why) {
        {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz}) {
     step("cuptiEnableCallback", try_call([&] {
            return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+         }));
+  }
+  for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000}) {
+    step("cuptiEnableCallback", try_call([&] {
+           return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
          }));
   }
   // Every kind once on and off: a kind CUPTI refuses (another tool, an old device) shows now,
@@ -233,7 +239,7 @@ void Session::open(std::uint32_t correlation, const std::shared_ptr<LaunchRecord
     launches_.emplace_back(correlation, into);
   }
   std::lock_guard lock(into->mutex_);
-  into->correlation_ = correlation;
+  if (into->correlation_ == 0) into->correlation_ = correlation;
 }
 
 std::string Session::collect(bool on) {

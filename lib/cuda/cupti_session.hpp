@@ -33,7 +33,8 @@ class LaunchRecords {
   std::vector<Record> records() const;
   /// How many records were delivered so far.
   std::size_t size() const;
-  /// The correlation id CUPTI gave the launch (its cuGraphLaunch); 0 when none was seen.
+  /// The first correlation id CUPTI gave the launch (its cudaGraphLaunch, then the
+  /// cuGraphLaunch that makes; records of either are filed here); 0 when none was seen.
   std::uint32_t correlation() const;
   /// Why the launch was not traced (a CUPTI call failed as it was enqueued); empty if it was.
   std::string error() const;
