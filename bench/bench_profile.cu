@@ -98,6 +98,10 @@ CommandBuffer recorded(const Shape& s) {
   return cmd;
 }
 
+void launch_raw(cudaGraphExec_t exec, cudaStream_t stream) {
+  BENCH_CUDA(cudaGraphLaunch(exec, stream));
+}
+
 // Medians of each mode's device time per launch, in microseconds.
 using Medians = std::map<std::string, double>;
 std::map<std::string, Medians> results;  // per shape
@@ -108,13 +112,28 @@ double per_launch(cudaStream_t stream, int launches, const std::function<void()>
          }) / launches;
 }
 
+// What both phases measure on: a queue, its stream, and the raw graph of a shape.
+struct Stage {
+  explicit Stage(const Shape& s) : q(gpu), stream(q.native_handle()), g(raw_graph(s)),
+                                   raw(instantiate(g)) {}
+  ~Stage() {
+    BENCH_CUDA(cudaGraphExecDestroy(raw));
+    BENCH_CUDA(cudaGraphDestroy(g));
+  }
+  Device gpu = Device::cuda(0);
+  Queue q;
+  cudaStream_t stream;
+  cudaGraph_t g;
+  cudaGraphExec_t raw;
+};
+
 // cmdgraph's phase: raw graph, unprofiled, events, CUPTI every launch, CUPTI one in 100.
 void ours(const Shape& s) {
-  const Device gpu = Device::cuda(0);
-  Queue q(gpu);
-  cudaStream_t stream = q.native_handle();
-  cudaGraph_t g = raw_graph(s);
-  cudaGraphExec_t raw = instantiate(g);
+  Stage stage(s);
+  const Device gpu = stage.gpu;
+  Queue& q = stage.q;
+  cudaStream_t stream = stage.stream;
+  cudaGraphExec_t raw = stage.raw;
   CommandBuffer cmd = recorded(s);
   Executable plain = compile(cmd, gpu, {.backend = Backend::cuda_graph});
   Executable events = compile(cmd, gpu, {.backend = Backend::cuda_graph,
@@ -124,7 +143,7 @@ void ours(const Shape& s) {
   std::map<std::string, std::vector<double>> t;
   for (int trial = 0; trial <= trials; ++trial) {  // trial 0 warms up
     std::map<std::string, double> one;
-    one["raw graph"] = per_launch(stream, s.launches, [&] { BENCH_CUDA(cudaGraphLaunch(raw, stream)); });
+    one["raw graph"] = per_launch(stream, s.launches, [&] { launch_raw(raw, stream); });
     one["unprofiled"] = per_launch(stream, s.launches, [&] { plain.launch(q); });
     one["events"] = per_launch(stream, s.launches, [&] { events.launch(q); });
     {
@@ -152,8 +171,6 @@ void ours(const Shape& s) {
   std::printf("  %s: sampled profile is launch %llu (%zu without a record)\n", s.name.c_str(),
               static_cast<unsigned long long>(p.launch), p.unmeasured);
   for (auto& [mode, v] : t) results[s.name][mode] = bench::median(v);
-  BENCH_CUDA(cudaGraphExecDestroy(raw));
-  BENCH_CUDA(cudaGraphDestroy(g));
 }
 
 // ---- The probe: CUPTI by hand ----
@@ -178,20 +195,18 @@ void CUPTIAPI probe_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, st
 }
 
 void probe(const Shape& s) {
-  const Device gpu = Device::cuda(0);
-  Queue q(gpu);
-  cudaStream_t stream = q.native_handle();
-  cudaGraph_t g = raw_graph(s);
-  cudaGraphExec_t raw = instantiate(g);
+  Stage stage(s);
+  cudaStream_t stream = stage.stream;
+  cudaGraphExec_t raw = stage.raw;
   BENCH_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-  cudaGraphExec_t traced = instantiate(g);  // instantiated while CUPTI collects
+  cudaGraphExec_t traced = instantiate(stage.g);  // instantiated while CUPTI collects
   BENCH_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   probe_records = probe_with_node = 0;
   std::vector<double> r, p;
   for (int trial = 0; trial <= trials; ++trial) {
-    const double ru = per_launch(stream, s.launches, [&] { BENCH_CUDA(cudaGraphLaunch(raw, stream)); });
+    const double ru = per_launch(stream, s.launches, [&] { launch_raw(raw, stream); });
     BENCH_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    const double pu = per_launch(stream, s.launches, [&] { BENCH_CUDA(cudaGraphLaunch(traced, stream)); });
+    const double pu = per_launch(stream, s.launches, [&] { launch_raw(traced, stream); });
     BENCH_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     if (trial == 0) continue;
     r.push_back(ru);
@@ -204,9 +219,7 @@ void probe(const Shape& s) {
               (trials + 1) * s.launches * s.kernels());
   results[s.name]["raw graph (probe phase)"] = bench::median(r);
   results[s.name]["raw CUPTI probe"] = bench::median(p);
-  BENCH_CUDA(cudaGraphExecDestroy(raw));
   BENCH_CUDA(cudaGraphExecDestroy(traced));
-  BENCH_CUDA(cudaGraphDestroy(g));
 }
 
 void report(const Shape& s) {
@@ -222,7 +235,8 @@ void report(const Shape& s) {
              empty ? "" : "<= 1.10x");
   bench::row("raw CUPTI probe against raw graph", m["raw graph (probe phase)"],
              m["raw CUPTI probe"], "us", "(CUPTI's own cost)");
-  std::printf("%-52s %12.3fx %12.3fx %-5s %7.3fx  %s\n", "CUPTI mode's overhead against the probe's",
+  std::printf("%-52s %12.3fx %12.3fx %-5s %7.3fx  %s\n",
+              "CUPTI mode's overhead against the probe's",
               probe_ratio, m["cupti"] / base, "", (m["cupti"] / base) / probe_ratio,
               empty ? "<= 1.05x" : "");
   bench::row("CUPTI mode, 1 launch in 100, against unprofiled", base, m["cupti, 1 in 100"], "us",

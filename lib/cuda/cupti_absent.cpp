@@ -6,10 +6,11 @@
 
 namespace cmdgraph::detail::cuda {
 
-void CuptiFaultInjection::fail_call(std::uint64_t, int) {}
-void CuptiFaultInjection::count_calls() {}
-void CuptiFaultInjection::disarm() {}
-std::uint64_t CuptiFaultInjection::calls() { return 0; }
+FaultCounter& CuptiFaultInjection::counter() {
+  static std::atomic<bool> unread{false};  // no door reads it
+  static FaultCounter calls(unread);
+  return calls;
+}
 bool CuptiFaultInjection::available() { return false; }
 
 namespace cupti {
@@ -33,8 +34,7 @@ Session* Session::acquire(std::string& why) {
 // No session ever exists, so none of these can be reached.
 void Session::flush(bool) { absent(); }
 std::int64_t Session::steady_to_cupti() { absent(); }
-std::uint64_t Session::unclaimed() const { return 0; }
-std::uint64_t Session::dropped() const { return 0; }
+Session::Lost Session::lost() const { return {}; }
 Session::Collecting::Collecting(Session& session) : session_(session) { absent(); }
 Session::Collecting::~Collecting() = default;
 Session::Window::Window(Session&, std::shared_ptr<LaunchRecords>, bool) { absent(); }

@@ -8,35 +8,13 @@ namespace cmdgraph::detail::cuda {
 
 namespace cupti::injection {
 std::atomic<bool> armed{false};
-namespace {
-std::atomic<std::uint64_t> counted{0};
-std::atomic<std::uint64_t> fail_at{0};  // 0: never
-std::atomic<int> fail_with{CUPTI_SUCCESS};
-}  // namespace
-
-CUptiResult next() {
-  const std::uint64_t n = counted.fetch_add(1, std::memory_order_relaxed) + 1;
-  return n == fail_at.load(std::memory_order_relaxed)
-             ? static_cast<CUptiResult>(fail_with.load(std::memory_order_relaxed))
-             : CUPTI_SUCCESS;
-}
+CUptiResult next() { return static_cast<CUptiResult>(CuptiFaultInjection::counter().next()); }
 }  // namespace cupti::injection
 
-void CuptiFaultInjection::fail_call(std::uint64_t nth, int result) {
-  cupti::injection::counted = 0;
-  cupti::injection::fail_with = result;
-  cupti::injection::fail_at = nth;
-  cupti::injection::armed = true;
+FaultCounter& CuptiFaultInjection::counter() {
+  static FaultCounter calls(cupti::injection::armed);
+  return calls;
 }
-
-void CuptiFaultInjection::count_calls() { fail_call(0, CUPTI_SUCCESS); }
-
-void CuptiFaultInjection::disarm() {
-  cupti::injection::armed = false;
-  cupti::injection::fail_at = 0;
-}
-
-std::uint64_t CuptiFaultInjection::calls() { return cupti::injection::counted.load(); }
 
 bool CuptiFaultInjection::available() { return true; }
 
@@ -53,14 +31,9 @@ std::string describe(CUptiResult result) {
 }
 
 void fail(CUptiResult result, const char* call, Served served) {
-  std::string message = std::string(call) + " failed";
   std::vector<std::string> commands;
-  if (!served.name.empty()) {
-    message += (served.is_command ? " for command '" : " for executable '") +
-               std::string(served.name) + "'";
-    if (served.is_command) commands.emplace_back(served.name);
-  }
-  throw Error(errc::cuda_error, message + ": " + describe(result), std::move(commands));
+  const std::string message = failed_call(call, served, commands) + ": " + describe(result);
+  throw Error(errc::cuda_error, message, std::move(commands));
 }
 
 }  // namespace cupti

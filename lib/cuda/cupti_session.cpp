@@ -23,7 +23,7 @@ struct SessionAccess {
   }
   static void dropped(Session& s, std::size_t n) {
     std::lock_guard lock(s.mutex_);
-    s.dropped_ += n;
+    s.lost_.dropped += n;
   }
 };
 
@@ -86,8 +86,9 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
 void on_clone(const CUpti_GraphData& g) {
   CloneLog& log = *clone_log;
   std::uint64_t original = 0, clone = 0;
-  const CUptiResult a = try_call([&] { return cuptiGetGraphNodeId(g.originalNode, &original); });
-  const CUptiResult b = a != CUPTI_SUCCESS ? a : try_call([&] {
+  const CUptiResult a =
+      CuptiDoor::try_call([&] { return cuptiGetGraphNodeId(g.originalNode, &original); });
+  const CUptiResult b = a != CUPTI_SUCCESS ? a : CuptiDoor::try_call([&] {
     return cuptiGetGraphNodeId(g.node, &clone);
   });
   if (b != CUPTI_SUCCESS) {
@@ -114,6 +115,21 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
   }
 }
 
+// Switches collection of every kind on or off: the first failure, said, or nothing.
+std::string switch_kinds(bool on) {
+  std::string error;
+  for (CUpti_ActivityKind kind : collected) {
+    const CUptiResult r = CuptiDoor::try_call([&] {
+      return on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
+    });
+    if (r != CUPTI_SUCCESS && error.empty()) {
+      error = std::string(on ? "cuptiActivityEnable" : "cuptiActivityDisable") + " failed: " +
+              describe(r);
+    }
+  }
+  return error;
+}
+
 // Subscribes and registers; on failure undoes what it did and says why.
 bool start(std::string& why) {
   CUpti_SubscriberHandle subscriber = nullptr;
@@ -124,7 +140,9 @@ bool start(std::string& why) {
   params.oldSubscriberName = holder;
   params.oldSubscriberSize = sizeof holder - 1;
   const CUptiResult subscribed =
-      try_call([&] { return cuptiSubscribe_v2(&subscriber, &on_callback, nullptr, &params); });
+      CuptiDoor::try_call([&] {
+        return cuptiSubscribe_v2(&subscriber, &on_callback, nullptr, &params);
+      });
   if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     why = std::string("another CUPTI client holds CUPTI's one subscriber") +
           (holder[0] ? std::string(" (") + holder + ")" : std::string()) +
@@ -139,41 +157,35 @@ bool start(std::string& why) {
     if (r == CUPTI_SUCCESS || !why.empty()) return;
     why = std::string(call) + " failed: " + describe(r);
   };
-  step("cuptiActivityRegisterCallbacks", try_call([&] {
+  step("cuptiActivityRegisterCallbacks", CuptiDoor::try_call([&] {
          return cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
        }));
-  step("cuptiEnableCallback", try_call([&] {
+  step("cuptiEnableCallback", CuptiDoor::try_call([&] {
          return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                     CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
        }));
   for (CUpti_CallbackId id :
        {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz}) {
-    step("cuptiEnableCallback", try_call([&] {
+    step("cuptiEnableCallback", CuptiDoor::try_call([&] {
            return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
          }));
   }
   for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
                               CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000}) {
-    step("cuptiEnableCallback", try_call([&] {
+    step("cuptiEnableCallback", CuptiDoor::try_call([&] {
            return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
          }));
   }
   // Every kind once on and off: a kind CUPTI refuses (another tool, an old device) shows now,
   // at compile time, rather than at a launch.
-  for (CUpti_ActivityKind kind : collected) {
-    step("cuptiActivityEnable", try_call([&] { return cuptiActivityEnable(kind); }));
-  }
-  for (CUpti_ActivityKind kind : collected) {
-    step("cuptiActivityDisable", try_call([&] { return cuptiActivityDisable(kind); }));
-  }
+  if (why.empty()) why = switch_kinds(true);
+  const std::string off = switch_kinds(false);
+  if (why.empty()) why = off;
   if (why.empty()) return true;
   if (why.find("MULTIPLE_SUBSCRIBERS") != std::string::npos) {
     why = "another CUPTI client holds CUPTI (" + why + "), as Nsight Systems does";
   }
-  for (CUpti_ActivityKind kind : collected) {
-    (void)try_call([&] { return cuptiActivityDisable(kind); });
-  }
-  (void)try_call([&] { return cuptiUnsubscribe(subscriber); });
+  (void)CuptiDoor::try_call([&] { return cuptiUnsubscribe(subscriber); });
   return false;
 }
 
@@ -223,7 +235,7 @@ void Session::route(std::uint32_t correlation, const Record& record) {
       }
     }
     if (!into) {
-      ++unclaimed_;
+      ++lost_.unclaimed;
       return;
     }
   }
@@ -247,21 +259,10 @@ std::string Session::collect(bool on) {
   const int before = collecting_;
   collecting_ += on ? 1 : -1;
   if ((before == 0) != on) return {};  // already on, or others still collect
-  std::string error;
-  for (CUpti_ActivityKind kind : collected) {
-    const CUptiResult r = try_call([&] {
-      return on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
-    });
-    if (r != CUPTI_SUCCESS && error.empty()) {
-      error = std::string(on ? "cuptiActivityEnable" : "cuptiActivityDisable") + " failed: " +
-              describe(r);
-    }
-  }
+  const std::string error = switch_kinds(on);
   if (!error.empty() && on) {
     collecting_ = before;  // not on: the next user tries again
-    for (CUpti_ActivityKind kind : collected) {
-      (void)try_call([&] { return cuptiActivityDisable(kind); });
-    }
+    (void)switch_kinds(false);
   }
   return error;
 }
@@ -283,14 +284,9 @@ std::int64_t Session::steady_to_cupti() {
   return static_cast<std::int64_t>(cupti_now) - steady_ns;
 }
 
-std::uint64_t Session::unclaimed() const {
+Session::Lost Session::lost() const {
   std::lock_guard lock(mutex_);
-  return unclaimed_;
-}
-
-std::uint64_t Session::dropped() const {
-  std::lock_guard lock(mutex_);
-  return dropped_;
+  return lost_;
 }
 
 Session::Collecting::Collecting(Session& session) : session_(session) {
@@ -327,10 +323,8 @@ CloneLog::~CloneLog() { clone_log = previous_; }
 
 std::vector<std::pair<std::uint64_t, std::uint64_t>> CloneLog::take(Served served) {
   if (!error.empty()) {
-    throw Error(errc::cuda_error, "CUPTI's clone callback failed" +
-                                      (served.name.empty() ? std::string()
-                                                           : " for '" + std::string(served.name) + "'") +
-                                      ": " + error);
+    const std::string of = served.name.empty() ? "" : " for '" + std::string(served.name) + "'";
+    throw Error(errc::cuda_error, "CUPTI's clone callback failed" + of + ": " + error);
   }
   return std::move(pairs);
 }

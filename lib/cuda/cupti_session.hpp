@@ -99,8 +99,10 @@ class Session {
 
   /// Records delivered that belonged to no traced launch, and records CUPTI dropped (its
   /// buffers were full), since the session started.
-  std::uint64_t unclaimed() const;
-  std::uint64_t dropped() const;
+  struct Lost {
+    std::uint64_t unclaimed = 0, dropped = 0;
+  };
+  Lost lost() const;
 
  private:
   Session() = default;
@@ -112,8 +114,7 @@ class Session {
   mutable std::mutex mutex_;
   std::vector<std::pair<std::uint32_t, std::weak_ptr<LaunchRecords>>> launches_;
   int collecting_ = 0;
-  std::uint64_t unclaimed_ = 0;
-  std::uint64_t dropped_ = 0;
+  Lost lost_;
 };
 
 /// While alive, records which nodes the graph calls of this thread clone (an instantiation

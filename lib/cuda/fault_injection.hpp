@@ -2,6 +2,8 @@
 // a chosen error, and count calls, so every error path can be exercised without broken hardware.
 #pragma once
 
+#include "cuda/fault_counter.hpp"
+
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -20,19 +22,12 @@ class FaultInjection {
   static std::uint64_t calls();
 };
 
-/// The same for CUPTI's door (cupti_check.hpp), counted apart from CUDA's calls. Calls CUPTI's
-/// own thread makes while it hands buffers over are not counted, so the count is the calling
-/// threads' alone. Without CUPTI in the build these do nothing and available() is false.
-class CuptiFaultInjection {
- public:
-  /// The `nth` CUPTI call (1-based) from now fails with `result` (a CUptiResult).
-  static void fail_call(std::uint64_t nth, int result);
-  /// Counts calls without failing any.
-  static void count_calls();
-  /// Stops counting and failing.
-  static void disarm();
-  /// Calls counted since the last fail_call or count_calls.
-  static std::uint64_t calls();
+/// The same for CUPTI's door (cupti_check.hpp), counted apart from CUDA's calls:
+/// counter().fail_call(nth, a CUptiResult), disarm(), calls(). Calls CUPTI's own thread makes
+/// while it hands buffers over are not counted, so the count is the calling threads' alone.
+struct CuptiFaultInjection {
+  /// The CUPTI door's counter (one nothing reads in a build without CUPTI).
+  static FaultCounter& counter();
   /// Whether this build has CUPTI at all.
   static bool available();
 };

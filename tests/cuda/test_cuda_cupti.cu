@@ -345,10 +345,11 @@ TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(
   for (int failing = 1; failing <= 3; ++failing) {
     CAPTURE(failing);
     CommandBuffer cmd = record();
-    CuptiFaultInjection::fail_call(failing, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    CuptiFaultInjection::counter().fail_call(failing,
+                                             CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
     Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
-    const std::uint64_t calls = CuptiFaultInjection::calls();
-    CuptiFaultInjection::disarm();
+    const std::uint64_t calls = CuptiFaultInjection::counter().calls();
+    CuptiFaultInjection::counter().disarm();
     if (calls < static_cast<std::uint64_t>(failing)) break;  // compile made fewer calls
     CHECK(exe.stats().profile_mode == ProfileMode::events);
     CHECK(exe.stats().profile_reason.find("CUPTI") != std::string::npos);
@@ -360,11 +361,11 @@ TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(
     CHECK(p.commands.size() == 2);
   }
   CommandBuffer cmd = record();
-  CuptiFaultInjection::fail_call(1, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  CuptiFaultInjection::counter().fail_call(1, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
   auto e = CMDGRAPH_EXPECT_ERROR(
       compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = ProfileMode::cupti}),
       errc::unsupported);
-  CuptiFaultInjection::disarm();
+  CuptiFaultInjection::counter().disarm();
   REQUIRE(e);
   CHECK(mentions(*e, "CUPTI"));
   // The streams backend is timed by events; CUPTI asked for there is refused.
@@ -395,9 +396,9 @@ TEST_CASE("cuda.cupti.untraced_launch_is_reported_by_last_profile" * doctest::ti
   exe.launch(q);
   exe.launch(q).wait();
   CHECK(exe.last_profile().launch == 0);
-  CuptiFaultInjection::fail_call(1, CUPTI_ERROR_UNKNOWN);
+  CuptiFaultInjection::counter().fail_call(1, CUPTI_ERROR_UNKNOWN);
   exe.launch(q).wait();  // launch 2, profiled: its CUPTI call fails, the launch runs
-  CuptiFaultInjection::disarm();
+  CuptiFaultInjection::counter().disarm();
   auto e = CMDGRAPH_EXPECT_ERROR((void)exe.last_profile(), errc::cuda_error);
   REQUIRE(e);
   CHECK(mentions(*e, "launch 2"));

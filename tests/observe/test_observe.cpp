@@ -214,8 +214,8 @@ TEST_CASE("observe.profile.modes_on_the_host_backend" * doctest::timeout(30)) {
 
 TEST_CASE("observe.profile.every_must_be_positive" * doctest::timeout(30)) {
   CommandBuffer cmd = diamond();
-  auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host(), {.profile = true, .profile_every = 0}),
-                                 errc::invalid_argument);
+  auto e = CMDGRAPH_EXPECT_ERROR(
+      compile(cmd, Device::host(), {.profile = true, .profile_every = 0}), errc::invalid_argument);
   REQUIRE(e);
   CHECK(cmdgraph::testing::mentions(*e, "profile_every"));
   CHECK(compile(cmd, Device::host(), {.profile = true, .profile_every = 1}));  // still open

@@ -193,14 +193,16 @@ class GraphExecutable final : public CudaExecutable {
       fresh.push_back(builder.build(*plan, args));
       std::string why;
       cudaGraphNode_t at = nullptr;
-      const cudaError_t status = cuda::update_exec(in->exec.get(), fresh.back().graph.get(), why, at);
+      const cudaError_t status =
+          cuda::update_exec(in->exec.get(), fresh.back().graph.get(), why, at);
       if (status == cudaSuccess) continue;
       why = "CUDA refused the update (" + why + ")";
       if (!options.reinstantiate_if_needed) {
         const std::string command = fresh.back().name_of(at);
+        std::vector<std::string> named;
+        if (!command.empty()) named.push_back(command);
         refuse_update(why + (command.empty() ? "" : " at command '" + command + "'"),
-                      command.empty() ? std::vector<std::string>{} : std::vector<std::string>{command},
-                      static_cast<int>(status));
+                      std::move(named), static_cast<int>(status));
       }
       return rebuild(std::move(plan), std::move(args), why);
     }

@@ -204,8 +204,8 @@ Profile read_cupti_profile(const Plan& root, const CuptiLaunch& launch,
   out << launch_name << ": CUPTI correlation " << launch.records->correlation() << ", "
       << records.size() << " records (" << unmatched.size() << " of nodes not ours)"
       << (forced ? ", forced flush" : "") << "; " << map.describe() << "; "
-      << session.unclaimed() << " records of no traced launch and " << session.dropped()
-      << " dropped so far in the process";
+      << session.lost().unclaimed << " records of no traced launch and "
+      << session.lost().dropped << " dropped so far in the process";
   if (!unmatched.empty()) {
     out << "; node ids of records not ours:";
     for (std::size_t i = 0; i < unmatched.size() && i < 16; ++i) out << ' ' << unmatched[i];
