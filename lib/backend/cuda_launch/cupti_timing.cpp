@@ -114,50 +114,50 @@ void map_nodes(CuptiTiming& timing, const std::vector<std::uint64_t>& ids,
   timing.nodes.shrink_to_fit();
 }
 
-Profile read_cupti_profile(const Plan& root, const CuptiLaunch& launch,
-                           cuda::cupti::Session& session, const std::string& backend) {
+namespace {
+
+// The records of `launch`. CUPTI hands a buffer over once every record in it is complete:
+// another launch still running can hold ours back a while; forced, it gives up on those.
+std::vector<cuda::cupti::Record> await_records(const CuptiLaunch& launch,
+                                               cuda::cupti::Session& session, bool& forced) {
   const CuptiTiming& timing = *launch.timing;
-  const NodeMap& map = *timing.map;
-  const std::string launch_name =
-      "launch " + std::to_string(launch.index) + " of executable '" + root.buffer_name + "'";
-  if (const std::string error = launch.records->error(); !error.empty()) {
-    throw Error(errc::cuda_error, "CUPTI did not trace " + launch_name + ": " + error);
-  }
-  const std::vector<TimedCommand>& commands = timing.commands;
-  const std::size_t n = commands.size();
-  auto missing = [&](const std::vector<cuda::cupti::Record>& records) {
-    std::vector<char> seen(n, 0);
+  auto complete = [&](const std::vector<cuda::cupti::Record>& records) {
+    std::vector<char> seen(timing.commands.size(), 0);
     for (const auto& r : records) {
-      if (const std::uint32_t t = map.timed_of(r.node); t != no_timed) seen[t] = 1;
+      if (const std::uint32_t t = timing.map->timed_of(r.node); t != no_timed) seen[t] = 1;
     }
-    std::size_t count = 0;
-    for (std::size_t i = 0; i < n; ++i) count += commands[i].expects_record && !seen[i];
-    return count;
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      if (timing.commands[i].expects_record && !seen[i]) return false;
+    }
+    return true;
   };
-  // CUPTI hands a buffer over once every record in it is complete: another launch still
-  // running can hold ours back a while. Forced, it gives up on such records.
-  std::vector<cuda::cupti::Record> records;
-  bool forced = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   for (;;) {
     session.flush(false);
-    records = launch.records->records();
-    if (launch.records->correlation() == 0 || missing(records) == 0) break;
+    std::vector<cuda::cupti::Record> records = launch.records->records();
+    // No correlation id: CUPTI saw no launch to file records under, none will come.
+    if (launch.records->correlation() == 0 || complete(records)) return records;
     if (std::chrono::steady_clock::now() > deadline) {
       session.flush(true);
-      records = launch.records->records();
       forced = true;
-      break;
+      return launch.records->records();
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+}
 
-  const std::int64_t origin = steady_ns(launch.started) + session.steady_to_cupti();
+// Each command's own span (ms from the launch's start): its records, or a host task's times.
+// Records of nodes that are none of ours go to `unmatched`.
+std::vector<std::optional<Span>> own_spans(const CuptiLaunch& launch,
+                                           const std::vector<cuda::cupti::Record>& records,
+                                           std::int64_t steady_to_cupti,
+                                           std::vector<std::uint64_t>& unmatched) {
+  const CuptiTiming& timing = *launch.timing;
+  const std::int64_t origin = steady_ns(launch.started) + steady_to_cupti;
   auto ms = [&](std::int64_t cupti_ns) { return static_cast<double>(cupti_ns - origin) / 1e6; };
-  std::vector<std::optional<Span>> spans(n);
-  std::vector<std::uint64_t> unmatched;
+  std::vector<std::optional<Span>> spans(timing.commands.size());
   for (const auto& r : records) {
-    const std::uint32_t t = map.timed_of(r.node);
+    const std::uint32_t t = timing.map->timed_of(r.node);
     if (t == no_timed) {
       unmatched.push_back(r.node);
       continue;
@@ -165,47 +165,27 @@ Profile read_cupti_profile(const Plan& root, const CuptiLaunch& launch,
     widen(spans[t], Span{ms(static_cast<std::int64_t>(r.start)),
                          ms(static_cast<std::int64_t>(r.end))});
   }
-  const std::int64_t to_cupti = origin - steady_ns(launch.started);
-  for (std::size_t i = 0; i < n; ++i) {
-    const HostTimes* host = commands[i].host;
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const HostTimes* host = timing.commands[i].host;
     if (host && host->timed_in.load(std::memory_order_acquire) == launch.host_launch) {
-      spans[i] = Span{ms(host->started_ns.load(std::memory_order_relaxed) + to_cupti),
-                      ms(host->ended_ns.load(std::memory_order_relaxed) + to_cupti)};
+      spans[i] = Span{ms(host->started_ns.load(std::memory_order_relaxed) + steady_to_cupti),
+                      ms(host->ended_ns.load(std::memory_order_relaxed) + steady_to_cupti)};
     }
   }
-  std::vector<std::string> without;  // commands that expected a record and got none
-  for (std::size_t i = 0; i < n; ++i) {
-    if (commands[i].expects_record && !spans[i]) without.push_back(name_of(root, commands[i]));
-  }
-  double first = 0;
-  bool any = false;
-  for (const auto& s : spans) {
-    if (s && (!any || s->start < first)) first = s->start;
-    any = any || s;
-  }
-  const auto runs = runs_of(commands);
-  place(commands, runs, 0, any ? first : 0.0, spans);
+  return spans;
+}
 
-  std::vector<MeasuredCommand> measured;
-  measured.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    measured.push_back({commands[i].plan, commands[i].command, MeasuredCommand::no_lane,
-                        spans[i]->start, spans[i]->end});
-  }
-  Profile p = build_profile(root, std::move(measured), backend, launch.started);
-  p.launch = launch.index;
-  p.timing = "cupti";
-  p.enqueue_start_ms = 0;
-  p.enqueue_end_ms =
-      std::chrono::duration<double, std::milli>(launch.enqueued - launch.started).count();
-  p.unmeasured = without.size();
-
+// What the read saw, for last_cupti_report().
+void keep_report(const std::string& launch_name, const CuptiLaunch& launch,
+                 const std::vector<cuda::cupti::Record>& records, bool forced,
+                 const std::vector<std::uint64_t>& unmatched,
+                 const std::vector<std::string>& without, cuda::cupti::Session::Lost lost) {
+  const NodeMap& map = *launch.timing->map;
   std::ostringstream out;
   out << launch_name << ": CUPTI correlation " << launch.records->correlation() << ", "
       << records.size() << " records (" << unmatched.size() << " of nodes not ours)"
-      << (forced ? ", forced flush" : "") << "; " << map.describe() << "; "
-      << session.lost().unclaimed << " records of no traced launch and "
-      << session.lost().dropped << " dropped so far in the process";
+      << (forced ? ", forced flush" : "") << "; " << map.describe() << "; " << lost.unclaimed
+      << " records of no traced launch and " << lost.dropped << " dropped so far";
   if (!unmatched.empty()) {
     out << "; node ids of records not ours:";
     for (std::size_t i = 0; i < unmatched.size() && i < 16; ++i) out << ' ' << unmatched[i];
@@ -219,6 +199,46 @@ Profile read_cupti_profile(const Plan& root, const CuptiLaunch& launch,
   }
   std::lock_guard lock(report_mutex);
   report = out.str();
+}
+
+}  // namespace
+
+Profile read_cupti_profile(const Plan& root, const CuptiLaunch& launch,
+                           cuda::cupti::Session& session, const std::string& backend) {
+  const std::string launch_name =
+      "launch " + std::to_string(launch.index) + " of executable '" + root.buffer_name + "'";
+  if (const std::string error = launch.records->error(); !error.empty()) {
+    throw Error(errc::cuda_error, "CUPTI did not trace " + launch_name + ": " + error);
+  }
+  bool forced = false;
+  const std::vector<cuda::cupti::Record> records = await_records(launch, session, forced);
+  std::vector<std::uint64_t> unmatched;
+  std::vector<std::optional<Span>> spans =
+      own_spans(launch, records, session.steady_to_cupti(), unmatched);
+
+  const std::vector<TimedCommand>& commands = launch.timing->commands;
+  std::vector<std::string> without;  // commands that expected a record and got none
+  std::optional<double> first;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    if (commands[i].expects_record && !spans[i]) without.push_back(name_of(root, commands[i]));
+    if (spans[i] && (!first || spans[i]->start < *first)) first = spans[i]->start;
+  }
+  place(commands, runs_of(commands), 0, first.value_or(0.0), spans);
+
+  std::vector<MeasuredCommand> measured;
+  measured.reserve(commands.size());
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    measured.push_back({commands[i].plan, commands[i].command, MeasuredCommand::no_lane,
+                        spans[i]->start, spans[i]->end});
+  }
+  Profile p = build_profile(root, std::move(measured), backend, launch.started);
+  p.launch = launch.index;
+  p.timing = "cupti";
+  p.enqueue_start_ms = 0;
+  p.enqueue_end_ms =
+      std::chrono::duration<double, std::milli>(launch.enqueued - launch.started).count();
+  p.unmeasured = without.size();
+  keep_report(launch_name, launch, records, forced, unmatched, without, session.lost());
   return p;
 }
 
