@@ -21,7 +21,8 @@ enum class errc {
   invalid_argument,  ///< null pointer, zero size, zero launch dimension, bad value size
   unsupported,       ///< the command cannot run on the chosen device or backend
   device_mismatch,   ///< memory, event or queue of another device
-  cuda_error,        ///< a CUDA runtime call failed; cuda_status() holds its status
+  cuda_error,        ///< a CUDA runtime call failed; cuda_status() holds its status (a CUPTI
+                     ///< call failed: cuda_status() is 0, what() names the call)
   host_task_failed,  ///< a host task threw; the original exception is nested
   update_refused,    ///< the executable cannot take this update in place
   timeout,           ///< a timed wait ran out

@@ -10,6 +10,7 @@
 #include <cmdgraph/profile.hpp>
 #include <cmdgraph/semaphore.hpp>
 
+#include <concepts>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -49,15 +50,57 @@ enum class Hazards : unsigned char {
   off,
 };
 
+/// How an executable's commands are timed (CompileOptions::profile, ExecutableStats).
+enum class ProfileMode : unsigned char {
+  off,        ///< not profiled: no cost at all
+  automatic,  ///< on: CUPTI where it is usable (the cuda_graph backend), else timed events;
+              ///< the host clock on the host backend. What `profile = true` asks for.
+  events,     ///< timed CUDA events around every command (a CUDA graph gains two event nodes
+              ///< per command, which serialise what they bracket)
+  cupti,      ///< the GPU's own start and end of every kernel, copy and fill, from CUPTI's
+              ///< activity records (cuda_graph backend); requested, compile() throws
+              ///< Error(unsupported) where CUPTI is not usable
+  host_clock, ///< the host's steady clock: what every mode but off gives on the host backend
+              ///< (reported by ExecutableStats; requesting it for a CUDA device is refused)
+};
+/// The mode's name as the enumerator spells it, e.g. "cupti"; never null.
+const char* to_string(ProfileMode mode) noexcept;
+
+/// CompileOptions::profile: a ProfileMode, or `true` (ProfileMode::automatic) and `false`
+/// (ProfileMode::off).
+struct Profiling {
+  /// The mode asked for.
+  ProfileMode mode = ProfileMode::off;
+  /// Off.
+  constexpr Profiling() noexcept = default;
+  /// `m`.
+  constexpr Profiling(ProfileMode m) noexcept : mode(m) {}  // NOLINT: a mode is a request
+  /// `true`: automatic, `false`: off (only a bool converts, not a number or a pointer).
+  template <class B>
+    requires std::same_as<B, bool>
+  constexpr Profiling(B on) noexcept  // NOLINT: `profile = true` reads as it means
+      : mode(on ? ProfileMode::automatic : ProfileMode::off) {}
+  /// True unless off.
+  constexpr explicit operator bool() const noexcept { return mode != ProfileMode::off; }
+  /// Equal when the modes are.
+  friend constexpr bool operator==(const Profiling&, const Profiling&) = default;
+};
+
 /// How compile() builds an executable.
 struct CompileOptions {
   /// Which backend lowers the plan.
   Backend backend = Backend::automatic;
   /// Most streams the streams backend uses.
   unsigned max_streams = 4;
-  /// Record when each command starts and ends at every launch (Executable::last_profile):
-  /// timed events around commands on CUDA, the steady clock on the host. Off: no cost at all.
-  bool profile = false;
+  /// Record when each command starts and ends (Executable::last_profile): `true` picks CUPTI's
+  /// activity records where usable, else timed events around commands on CUDA; the steady
+  /// clock on the host. ExecutableStats::profile_mode says which, profile_reason why. Off
+  /// (`false`): no cost at all.
+  Profiling profile = false;
+  /// Profile one launch in this many: launches 0, N, 2N, ... of the executable are timed, the
+  /// others run as if unprofiled (on the cuda_graph backend in event mode, through a second
+  /// instantiation without event nodes). Must be at least 1 (else Error(invalid_argument)).
+  unsigned profile_every = 1;
   /// What the declared access does (see Hazards).
   Hazards hazards = Hazards::automatic;
   /// Lower programmatic edges (EdgeKind::programmatic, and edges into kernels declared
@@ -99,6 +142,11 @@ struct ExecutableStats {
   /// Commands whose kernels run at a priority of their own (priority()), bodies included;
   /// 0 on the host backend.
   std::size_t commands_prioritised = 0;
+  /// How launches are timed when profiled: cupti, events or host_clock (off unless
+  /// CompileOptions::profile asked).
+  ProfileMode profile_mode = ProfileMode::off;
+  /// Why that mode: e.g. why CUPTI was not usable, so events time the commands.
+  std::string profile_reason;
   /// Milliseconds spent building the plan, lowering it for the backend, and instantiating
   /// it (the CUDA graph backend; 0 elsewhere).
   ///@{
@@ -163,8 +211,10 @@ class Executable {
   /// An independent instance with its own arguments, to run concurrently with this one.
   Executable clone() const;
 
-  /// The per-command timings of the most recent launch (waits for it to finish). Throws
-  /// Error(wrong_state) unless compiled with CompileOptions{.profile = true} and launched.
+  /// The per-command timings of the most recent profiled launch (waits for it to finish;
+  /// every launch is profiled unless CompileOptions::profile_every says otherwise). Throws
+  /// Error(wrong_state) unless compiled with CompileOptions{.profile = true} and launched;
+  /// Error(cuda_error) when CUPTI failed to trace that launch.
   Profile last_profile() const;
   /// Writes the executable as Graphviz DOT: commands with names and kinds, edges after
   /// reduction, lanes as colours, the critical path in bold red, measured times when profiled.

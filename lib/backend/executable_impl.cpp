@@ -3,6 +3,8 @@
 
 #include <cmdgraph/error.hpp>
 
+#include <algorithm>
+
 namespace cmdgraph::detail {
 namespace {
 
@@ -24,9 +26,15 @@ std::vector<std::shared_ptr<EventState>> events_recorded_by(const Plan& plan) {
 }  // namespace
 
 ExecutableImpl::ExecutableImpl(std::shared_ptr<const Plan> plan, Device device,
-                               ExecutableStats stats, bool profile)
+                               ExecutableStats stats, unsigned profile_every)
     : plan_(std::move(plan)), name_(plan_->buffer_name), device_(device),
-      stats_(std::move(stats)), profile_(profile), recorded_events_(events_recorded_by(*plan_)) {}
+      stats_(std::move(stats)), profile_every_(std::max(1u, profile_every)),
+      recorded_events_(events_recorded_by(*plan_)) {}
+
+ExecutableImpl::LaunchNumber ExecutableImpl::number_launch() noexcept {
+  const std::uint64_t index = launch_count_.fetch_add(1, std::memory_order_relaxed);
+  return {index, profiling() && index % profile_every_ == 0};
+}
 
 ExecutableImpl::Sharing::Sharing(const ExecutableImpl& exe) : exe_(exe) {
   int users = exe_.users_.load();
@@ -65,7 +73,7 @@ void ExecutableImpl::refuse_update(const std::string& why, std::vector<std::stri
 }
 
 Profile ExecutableImpl::last_profile() const {
-  if (!profile_) {
+  if (!profiling()) {
     throw Error(errc::wrong_state, "executable '" + name() +
                                        "' was compiled without CompileOptions{.profile = true}");
   }

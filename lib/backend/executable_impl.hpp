@@ -24,8 +24,9 @@ class QueueState;
 
 class ExecutableImpl {
  public:
+  /// `stats.profile_mode` says how launches are timed; one in `profile_every` is.
   ExecutableImpl(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
-                 bool profile);
+                 unsigned profile_every);
   virtual ~ExecutableImpl() = default;
   ExecutableImpl(const ExecutableImpl&) = delete;
   ExecutableImpl& operator=(const ExecutableImpl&) = delete;
@@ -63,7 +64,16 @@ class ExecutableImpl {
   /// The name of the buffer it was compiled from; an update never changes it, so errors may
   /// name the executable while another thread replaces its plan.
   const std::string& name() const noexcept { return name_; }
-  bool profiling() const noexcept { return profile_; }
+  bool profiling() const noexcept { return stats_.profile_mode != ProfileMode::off; }
+  unsigned profile_every() const noexcept { return profile_every_; }
+  /// A launch's number (0 for the first, never reset) and whether it is profiled: launches 0,
+  /// N, 2N, ... when profiling one in N.
+  struct LaunchNumber {
+    std::uint64_t index = 0;
+    bool profiled = false;
+  };
+  /// Numbers the launch being made; launches are numbered in the order this is called.
+  LaunchNumber number_launch() noexcept;
   const ExecutableStats& stats() const noexcept { return stats_; }
   ExecutableStats& stats() noexcept { return stats_; }
   /// Held while launching or cloning: several threads may launch one executable at once (the
@@ -116,7 +126,8 @@ class ExecutableImpl {
   const std::string name_;
   Device device_;
   ExecutableStats stats_;
-  bool profile_;
+  unsigned profile_every_;
+  std::atomic<std::uint64_t> launch_count_{0};
   std::vector<std::shared_ptr<EventState>> recorded_events_;
   // Launches and clones in progress, or -1 while an update runs.
   mutable std::atomic<int> users_{0};

@@ -1,5 +1,6 @@
 // The checked door's failure path and its fault injection.
 #include "cuda/check.hpp"
+#include "cuda/fault_counter.hpp"
 #include "cuda/fault_injection.hpp"
 
 #include <cmdgraph/error.hpp>
@@ -9,34 +10,24 @@ namespace cmdgraph::detail::cuda {
 namespace injection {
 std::atomic<bool> armed{false};
 namespace {
-std::atomic<std::uint64_t> counted{0};
-std::atomic<std::uint64_t> fail_at{0};  // 0: never
-std::atomic<int> fail_with{cudaSuccess};
+FaultCounter& counter() {
+  static FaultCounter calls(armed);
+  return calls;
+}
 }  // namespace
 
-cudaError_t next() {
-  const std::uint64_t n = counted.fetch_add(1, std::memory_order_relaxed) + 1;
-  return n == fail_at.load(std::memory_order_relaxed)
-             ? static_cast<cudaError_t>(fail_with.load(std::memory_order_relaxed))
-             : cudaSuccess;
-}
+cudaError_t next() { return static_cast<cudaError_t>(counter().next()); }
 }  // namespace injection
 
 void FaultInjection::fail_call(std::uint64_t nth, cudaError_t error) {
-  injection::counted = 0;
-  injection::fail_with = error;
-  injection::fail_at = nth;
-  injection::armed = true;
+  injection::counter().fail_call(nth, error);
 }
 
 void FaultInjection::count_calls() { fail_call(0, cudaSuccess); }
 
-void FaultInjection::disarm() {
-  injection::armed = false;
-  injection::fail_at = 0;
-}
+void FaultInjection::disarm() { injection::counter().disarm(); }
 
-std::uint64_t FaultInjection::calls() { return injection::counted.load(); }
+std::uint64_t FaultInjection::calls() { return injection::counter().calls(); }
 
 std::string describe(cudaError_t status) {
   return std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";
@@ -44,18 +35,22 @@ std::string describe(cudaError_t status) {
 
 void clear_error() noexcept { (void)cudaGetLastError(); }
 
-namespace {
-Error to_error(cudaError_t status, const char* call, Served served) {
-  // Clear the sticky last error so later, unrelated calls do not report this one again.
-  clear_error();
+std::string failed_call(const char* call, Served served, std::vector<std::string>& commands) {
   std::string message = std::string(call) + " failed";
-  std::vector<std::string> commands;
   if (!served.name.empty()) {
     message += (served.is_command ? " for command '" : " for executable '") +
                std::string(served.name) + "'";
     if (served.is_command) commands.emplace_back(served.name);
   }
-  message += ": " + describe(status);
+  return message;
+}
+
+namespace {
+Error to_error(cudaError_t status, const char* call, Served served) {
+  // Clear the sticky last error so later, unrelated calls do not report this one again.
+  clear_error();
+  std::vector<std::string> commands;
+  const std::string message = failed_call(call, served, commands) + ": " + describe(status);
   const errc code = status == cudaErrorMemoryAllocation ? errc::out_of_memory : errc::cuda_error;
   return Error(code, message, std::move(commands), static_cast<int>(status));
 }

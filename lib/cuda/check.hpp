@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <exception>
+#include <vector>
 
 namespace cmdgraph::detail::cuda {
 
@@ -38,6 +39,9 @@ inline Served for_executable(std::string_view name) {
 /// An Error for `status` without throwing it (for errors reported later, e.g. from a fence).
 std::exception_ptr make_error(cudaError_t status, const char* call, Served served);
 
+/// "`call` failed for command 'x'" (or "for executable 'x'", or nothing served), putting the
+/// command's name into `commands` when a command is served: how every door's errors begin.
+std::string failed_call(const char* call, Served served, std::vector<std::string>& commands);
 /// "cudaErrorName (description)" for a status.
 std::string describe(cudaError_t status);
 /// Clears CUDA's sticky last error after a failure this layer has already reported.
@@ -50,21 +54,36 @@ extern std::atomic<bool> armed;
 cudaError_t next();
 }  // namespace injection
 
+/// A checked door over calls returning `R` (`R{}` is success): its fault injection (`armed`,
+/// then `next`) and its failure path (`fail_with`). CUDA's is below, CUPTI's in cupti_check.hpp.
+template <class R, std::atomic<bool>& armed, R (*next)(),
+          void (*fail_with)(R, const char*, Served)>
+struct Door {
+  /// Runs `f` (a call returning R) unless fault injection fails it; throws on failure.
+  template <class F>
+  static void call(const char* name, Served served, F&& f) {
+    const R result = try_call(f);
+    if (result != R{}) fail_with(result, name, served);
+  }
+  /// As call(), but returns the result instead of throwing.
+  template <class F>
+  static R try_call(F&& f) {
+    const R injected = armed.load(std::memory_order_relaxed) ? next() : R{};
+    return injected != R{} ? injected : f();
+  }
+};
+using CudaDoor = Door<cudaError_t, injection::armed, &injection::next, &fail>;
+
 /// Runs `f` (a CUDA runtime call) unless fault injection fails it; throws on failure.
 template <class F>
 void call(const char* name, Served served, F&& f) {
-  cudaError_t status = injection::armed.load(std::memory_order_relaxed) ? injection::next()
-                                                                         : cudaSuccess;
-  if (status == cudaSuccess) status = f();
-  if (status != cudaSuccess) fail(status, name, served);
+  CudaDoor::call(name, served, f);
 }
 
 /// As call(), but returns the status instead of throwing (for polls such as cudaEventQuery).
 template <class F>
 cudaError_t try_call(F&& f) {
-  const cudaError_t injected =
-      injection::armed.load(std::memory_order_relaxed) ? injection::next() : cudaSuccess;
-  return injected != cudaSuccess ? injected : f();
+  return CudaDoor::try_call(f);
 }
 
 }  // namespace cmdgraph::detail::cuda

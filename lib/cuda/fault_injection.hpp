@@ -1,6 +1,8 @@
-// Test-only control of the checked door: make the Nth CUDA call from now fail with a chosen
-// error, and count calls, so every error path can be exercised without broken hardware.
+// Test-only control of the checked doors: make the Nth CUDA (or CUPTI) call from now fail with
+// a chosen error, and count calls, so every error path can be exercised without broken hardware.
 #pragma once
+
+#include "cuda/fault_counter.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -18,6 +20,16 @@ class FaultInjection {
   static void disarm();
   /// Calls counted since the last fail_call or count_calls.
   static std::uint64_t calls();
+};
+
+/// The same for CUPTI's door (cupti_check.hpp), counted apart from CUDA's calls:
+/// counter().fail_call(nth, a CUptiResult), disarm(), calls(). Calls CUPTI's own thread makes
+/// while it hands buffers over are not counted, so the count is the calling threads' alone.
+struct CuptiFaultInjection {
+  /// The CUPTI door's counter (one nothing reads in a build without CUPTI).
+  static FaultCounter& counter();
+  /// Whether this build has CUPTI at all.
+  static bool available();
 };
 
 }  // namespace cmdgraph::detail::cuda

@@ -70,6 +70,27 @@ void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served
   }
 }
 
+cudaGraph_t embedded_graph(cudaGraphNode_t child, Served served) {
+  cudaGraph_t graph = nullptr;
+  CMDGRAPH_CUDA(served, cudaGraphChildGraphNodeGetGraph, child, &graph);
+  return graph;
+}
+
+std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t graph, Served served) {
+  std::size_t count = 0;
+  CMDGRAPH_CUDA(served, cudaGraphGetNodes, graph, nullptr, &count);
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (count) CMDGRAPH_CUDA(served, cudaGraphGetNodes, graph, nodes.data(), &count);
+  nodes.resize(count);
+  return nodes;
+}
+
+cudaGraphNodeType node_type(cudaGraphNode_t node, Served served) {
+  cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+  CMDGRAPH_CUDA(served, cudaGraphNodeGetType, node, &type);
+  return type;
+}
+
 cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served) {
   cudaGraphConditionalHandle handle = 0;
   CMDGRAPH_CUDA(served, cudaGraphConditionalHandleCreate, &handle, graph, 0u, 0u);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace cmdgraph::detail::cuda {
 
@@ -48,6 +49,12 @@ cudaGraphEdgeData programmatic_edge() noexcept;
 void set_kernel_priority(cudaGraphNode_t node, int priority, Served served);
 /// Makes `node` of `exec` do `spec` from the next launch on (kernel, copy and fill nodes).
 void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served served);
+/// The graph a child graph node runs, owned by the node: nodes added to it run in the node.
+cudaGraph_t embedded_graph(cudaGraphNode_t child, Served served);
+/// The nodes of `graph` (not those of graphs nested in them).
+std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t graph, Served served);
+/// What `node` is.
+cudaGraphNodeType node_type(cudaGraphNode_t node, Served served);
 /// A handle for the conditional nodes of `graph`, starting at 0 before every launch.
 cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served);
 

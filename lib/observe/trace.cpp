@@ -1,14 +1,19 @@
 // Profile as Chrome trace JSON: complete ("X") slices on one track per lane, thread names for
-// the tracks, and flow ("s"/"f") arrows for dependencies that cross lanes.
+// the tracks, and flow ("s"/"f") arrows for dependencies that cross lanes; where the host side
+// is known, a track of launch() calls and one of the GPU's idle gaps and launch latency.
 #include "observe/utf8.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/profile.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace cmdgraph {
 namespace {
@@ -45,12 +50,65 @@ std::string us(double ms) {
   return o.str();
 }
 
+// Tracks beside the lanes: the host's launch() calls, and where the GPU ran none of the
+// launch's commands.
+constexpr unsigned host_track = 1'000'000;
+constexpr unsigned idle_track = 1'000'001;
+
+// Where no command of `p` ran between its first start and its last end.
+std::vector<std::pair<double, double>> idle_gaps(const Profile& p) {
+  std::vector<std::pair<double, double>> spans;
+  for (const CommandTiming& c : p.commands) {
+    if (c.end_ms > c.start_ms) spans.emplace_back(c.start_ms, c.end_ms);
+  }
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<double, double>> gaps;
+  double busy_until = spans.empty() ? 0 : spans.front().first;
+  for (const auto& [start, end] : spans) {
+    if (start > busy_until) gaps.emplace_back(busy_until, start);
+    busy_until = std::max(busy_until, end);
+  }
+  return gaps;
+}
+
+void append_slice(std::ostringstream& out, const char* name, const char* category, unsigned tid,
+                  double start_ms, double end_ms, std::size_t index) {
+  out << R"({"name":")" << name << R"(","cat":")" << category << R"(","ph":"X","pid":1,"tid":)"
+      << tid << R"(,"ts":)" << us(start_ms) << R"(,"dur":)" << us(end_ms - start_ms)
+      << R"(,"args":{"launch":)" << index << "}}";
+}
+
+// The host side (launch() enqueuing, the latency to the first command) and the GPU's idle gaps,
+// where the profile ties the host's clock to the GPU's.
+void append_host_side(std::ostringstream& out, const Profile& p, std::size_t index,
+                      double offset_ms, const std::function<void()>& sep,
+                      std::set<unsigned>& tracks) {
+  if (p.enqueue_end_ms <= p.enqueue_start_ms) return;
+  sep();
+  append_slice(out, "launch()", "launch", host_track, offset_ms + p.enqueue_start_ms,
+               offset_ms + p.enqueue_end_ms, index);
+  tracks.insert(host_track);
+  double first = p.launch_ms;
+  for (const CommandTiming& c : p.commands) first = std::min(first, c.start_ms);
+  if (first > p.enqueue_start_ms) {
+    sep();
+    append_slice(out, "launch latency", "idle", idle_track, offset_ms + p.enqueue_start_ms,
+                 offset_ms + first, index);
+  }
+  for (const auto& [start, end] : idle_gaps(p)) {
+    sep();
+    append_slice(out, "GPU idle", "idle", idle_track, offset_ms + start, offset_ms + end, index);
+  }
+  tracks.insert(idle_track);
+}
+
 void append_launch(std::ostringstream& out, const Profile& p, std::size_t index, double offset_ms,
                    bool& first, std::set<unsigned>& lanes) {
   auto sep = [&] {
     if (!first) out << ",\n";
     first = false;
   };
+  append_host_side(out, p, index, offset_ms, sep, lanes);
   for (const CommandTiming& c : p.commands) {
     lanes.insert(c.lane);
     sep();
@@ -99,8 +157,15 @@ std::string Profile::trace_json(std::span<const Profile> launches) {
   for (unsigned lane : lanes) {
     if (!first) out << ",\n";
     first = false;
-    out << R"({"name":"thread_name","ph":"M","pid":1,"tid":)" << lane
-        << R"(,"args":{"name":")" << escaped(backend) << " lane " << lane << R"("}})";
+    out << R"({"name":"thread_name","ph":"M","pid":1,"tid":)" << lane << R"(,"args":{"name":")";
+    if (lane == host_track) {
+      out << "host: launch()";
+    } else if (lane == idle_track) {
+      out << "GPU idle";
+    } else {
+      out << escaped(backend) << " lane " << lane;
+    }
+    out << R"("}})";
   }
   out << "\n]}\n";
   return out.str();

@@ -24,9 +24,45 @@ double ms_since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// How an executable not on the cuda_graph backend is timed (the graph backend decides its own:
+// CUPTI where usable). Throws for a mode it cannot have.
+void choose_profile_mode(const detail::Plan& plan, const CompileOptions& options, Backend backend,
+                         ExecutableStats& stats) {
+  const ProfileMode asked = options.profile.mode;
+  if (asked == ProfileMode::off) return;
+  if (backend == Backend::host) {
+    stats.profile_mode = ProfileMode::host_clock;
+    stats.profile_reason = "the host backend times commands on the host's steady clock";
+    return;
+  }
+  if (asked == ProfileMode::cupti) {
+    throw Error(errc::unsupported,
+                "executable '" + plan.buffer_name + "' runs on the streams backend, which "
+                "CUPTI mode does not time (it times CUDA graphs): profile with events");
+  }
+  stats.profile_mode = ProfileMode::events;
+  stats.profile_reason = asked == ProfileMode::events
+                             ? "requested"
+                             : "the streams backend times commands with events";
+}
+
+void check_profile_options(const CompileOptions& options, Device device,
+                           const std::string& name) {
+  if (options.profile_every == 0) {
+    throw Error(errc::invalid_argument, "executable '" + name +
+                                            "': CompileOptions::profile_every must be at least 1");
+  }
+  if (options.profile.mode == ProfileMode::host_clock && !device.is_host()) {
+    throw Error(errc::invalid_argument,
+                "executable '" + name + "': ProfileMode::host_clock times the host backend only; "
+                "ask for automatic, events or cupti on " + device.name());
+  }
+}
+
 std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan> plan,
                                               Device device, const CompileOptions& options,
                                               ExecutableStats stats) {
+  check_profile_options(options, device, plan->buffer_name);
   if (device.is_host()) {
     if (options.backend != Backend::automatic && options.backend != Backend::host) {
       throw Error(errc::unsupported, std::string("backend ") + to_string(options.backend) +
@@ -34,6 +70,7 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
                                          "' was compiled for the host");
     }
     stats.backend_reason = options.backend == Backend::host ? "requested" : "host device";
+    choose_profile_mode(*plan, options, Backend::host, stats);
     return detail::lower_to_host(std::move(plan), options, std::move(stats));
   }
   if (options.backend == Backend::host) {
@@ -44,6 +81,7 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
   const detail::cuda::ScopedDevice on(device.ordinal());
   if (options.backend == Backend::streams) {
     stats.backend_reason = "requested";
+    choose_profile_mode(*plan, options, Backend::streams, stats);
     return detail::lower_to_streams(std::move(plan), device, options, std::move(stats));
   }
   // What stream capture makes of each capture command is the one fact the plan cannot tell:
@@ -63,6 +101,7 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
   } else {
     // Streams run the capture's callable at each launch instead.
     stats.backend_reason = std::string("streams, because ") + captures.refusal->what();
+    choose_profile_mode(*plan, options, Backend::streams, stats);
     return detail::lower_to_streams(std::move(plan), device, options, std::move(stats));
   }
   return detail::lower_to_cuda_graph(std::move(plan), device, options, std::move(stats),

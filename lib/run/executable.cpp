@@ -130,4 +130,15 @@ const char* to_string(Backend backend) noexcept {
   return "backend";
 }
 
+const char* to_string(ProfileMode mode) noexcept {
+  switch (mode) {
+    case ProfileMode::off: return "off";
+    case ProfileMode::automatic: return "automatic";
+    case ProfileMode::events: return "events";
+    case ProfileMode::cupti: return "cupti";
+    case ProfileMode::host_clock: return "host_clock";
+  }
+  return "profile mode";
+}
+
 }  // namespace cmdgraph

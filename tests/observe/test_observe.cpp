@@ -20,9 +20,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 using namespace cmdgraph;
 using namespace std::chrono_literals;
@@ -177,4 +179,114 @@ TEST_CASE("observe.stats.stages_and_counts" * doctest::timeout(30)) {
   CHECK(s.plan_ms >= 0);
   CHECK(s.lower_ms >= 0);
   CHECK(s.backend == Backend::host);
+}
+
+// `profile = true` and `false` still mean what they meant; only a bool converts, not a number.
+static_assert(std::is_convertible_v<bool, Profiling>);
+static_assert(std::is_convertible_v<ProfileMode, Profiling>);
+static_assert(!std::is_convertible_v<int, Profiling>);
+static_assert(!std::is_convertible_v<const char*, Profiling>);
+static_assert(CompileOptions{.profile = true}.profile.mode == ProfileMode::automatic);
+static_assert(CompileOptions{.profile = false}.profile.mode == ProfileMode::off);
+static_assert(!CompileOptions{}.profile);
+
+TEST_CASE("observe.profile.modes_on_the_host_backend" * doctest::timeout(30)) {
+  CommandBuffer cmd = diamond();
+  for (ProfileMode asked : {ProfileMode::automatic, ProfileMode::events, ProfileMode::cupti,
+                            ProfileMode::host_clock}) {
+    CommandBuffer c = diamond();
+    Executable exe = compile(c, Device::host(), {.profile = asked});
+    CHECK(exe.stats().profile_mode == ProfileMode::host_clock);
+    CHECK(!exe.stats().profile_reason.empty());
+    Queue q(Device::host());
+    exe.launch(q).wait();
+    const Profile p = exe.last_profile();
+    CHECK(p.timing == "host_clock");
+    CHECK(p.launch == 0);
+    CHECK(p.enqueue_start_ms == 0);  // the host backend does not tie launch() to the tasks
+    CHECK(p.enqueue_end_ms == 0);
+    CHECK(p.unmeasured == 0);
+  }
+  Executable off = compile(cmd, Device::host());
+  CHECK(off.stats().profile_mode == ProfileMode::off);
+  CHECK(std::string(to_string(ProfileMode::cupti)) == "cupti");
+}
+
+TEST_CASE("observe.profile.every_must_be_positive" * doctest::timeout(30)) {
+  CommandBuffer cmd = diamond();
+  auto e = CMDGRAPH_EXPECT_ERROR(
+      compile(cmd, Device::host(), {.profile = true, .profile_every = 0}), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(cmdgraph::testing::mentions(*e, "profile_every"));
+  CHECK(compile(cmd, Device::host(), {.profile = true, .profile_every = 1}));  // still open
+}
+
+// One launch in three is profiled, exactly: launches 0, 3, 6, 9. The host task sleeps only in
+// the runs that count 0 modulo 3, so a profile of any other launch would show no sleep.
+TEST_CASE("observe.profile.every_n_launches_exactly" * doctest::timeout(60)) {
+  constexpr int every = 3, launches = 10;
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  CommandBuffer cmd("sampled");
+  cmd.host([runs] {
+       if (runs->fetch_add(1) % every == 0) std::this_thread::sleep_for(5ms);
+     }).named("work");
+  Executable exe = compile(cmd, Device::host(), {.profile = true, .profile_every = every});
+  Queue q(Device::host());
+  std::vector<std::uint64_t> seen;
+  for (int i = 0; i < launches; ++i) {
+    exe.launch(q).wait();
+    const Profile p = exe.last_profile();
+    seen.push_back(p.launch);
+    REQUIRE(p.commands.size() == 1);
+    CHECK_MESSAGE(p.commands[0].duration_ms() >= 4.5, "launch " << p.launch << " took "
+                                                                << p.commands[0].duration_ms());
+  }
+  const std::vector<std::uint64_t> expected{0, 0, 0, 3, 3, 3, 6, 6, 6, 9};
+  CHECK(seen == expected);
+  Executable copy = exe.clone();  // a clone counts its own launches from 0
+  copy.launch(q).wait();
+  CHECK(copy.last_profile().launch == 0);
+}
+
+// The host side of a launch, where a profile has it: launch() on its own track, the latency to
+// the first command and the GPU's idle gaps on another; without it, none of these.
+TEST_CASE("observe.trace.host_side_and_idle_gaps" * doctest::timeout(30)) {
+  Profile p;
+  p.executable = "gaps";
+  p.backend = "cuda_graph";
+  p.timing = "cupti";
+  p.commands = {{"a", CommandKind::kernel, 0, 0.010, 0.020},
+                {"b", CommandKind::kernel, 0, 0.030, 0.050},
+                {"c", CommandKind::kernel, 1, 0.040, 0.060}};
+  p.edges = {{0, 1}};
+  p.launch_ms = 0.060;
+  p.enqueue_start_ms = 0;
+  p.enqueue_end_ms = 0.004;
+  auto slices = [](const std::string& json) {
+    std::stringstream text(json);
+    boost::property_tree::ptree tree;
+    boost::property_tree::read_json(text, tree);
+    std::map<std::string, std::vector<std::pair<double, double>>> by_name;
+    for (const auto& [_, event] : tree.get_child("traceEvents")) {
+      if (event.get<std::string>("ph") != "X") continue;
+      by_name[event.get<std::string>("name")].emplace_back(event.get<double>("ts"),
+                                                           event.get<double>("dur"));
+    }
+    return by_name;
+  };
+  auto got = slices(p.trace_json());
+  REQUIRE(got["launch()"].size() == 1);
+  CHECK(got["launch()"][0].second == doctest::Approx(4.0));
+  REQUIRE(got["launch latency"].size() == 1);
+  CHECK(got["launch latency"][0].second == doctest::Approx(10.0));  // to a's start
+  REQUIRE(got["GPU idle"].size() == 1);                             // a's end to b's start
+  CHECK(got["GPU idle"][0].first == doctest::Approx(20.0));
+  CHECK(got["GPU idle"][0].second == doctest::Approx(10.0));
+  CHECK(got["a"].size() == 1);
+  CHECK(p.trace_json().find("host: launch()") != std::string::npos);
+  p.enqueue_end_ms = 0;  // host side unknown (event mode, the host backend)
+  got = slices(p.trace_json());
+  CHECK(got.count("launch()") == 0);
+  CHECK(got.count("GPU idle") == 0);
+  CHECK(got.size() == 3);
 }

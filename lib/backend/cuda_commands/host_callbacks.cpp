@@ -4,6 +4,7 @@
 #include "error/task_failure.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace cmdgraph::detail {
 
@@ -62,6 +63,14 @@ HostAncestors only(HostCallback* callback) {
   return std::make_shared<const std::vector<HostCallback*>>(1, callback);
 }
 
+namespace {
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
 void run_host_callback(void* p) {
   auto* callback = static_cast<HostCallback*>(p);
   const std::uint64_t launch = callback->errors->enter();
@@ -74,11 +83,20 @@ void run_host_callback(void* p) {
       }
     }
   }
+  const bool timed = callback->times &&
+                     callback->time_launch->load(std::memory_order_acquire) == launch;
+  const auto started = timed ? steady_ns() : 0;
   try {
     callback->task->run();
   } catch (...) {
     callback->errors->record(launch, task_failure("host task", callback->name));
     callback->failed_in.store(launch, std::memory_order_release);
+  }
+  if (timed) {
+    HostTimes& times = *callback->times;
+    times.started_ns.store(started, std::memory_order_relaxed);
+    times.ended_ns.store(steady_ns(), std::memory_order_relaxed);
+    times.timed_in.store(launch, std::memory_order_release);
   }
 }
 

@@ -45,6 +45,12 @@ class HostErrors {
 };
 
 struct HostCallback;
+/// One timed run of a host task (CUPTI profile mode): when it started and ended on the steady
+/// clock (ns since its epoch), and the launch it belonged to (written last).
+struct HostTimes {
+  std::atomic<std::int64_t> started_ns{0}, ended_ns{0};
+  std::atomic<std::uint64_t> timed_in{~std::uint64_t{0}};
+};
 /// The host tasks a command follows with no other host task between (shared between commands
 /// where they are the same); null for none.
 using HostAncestors = std::shared_ptr<const std::vector<HostCallback*>>;
@@ -62,6 +68,11 @@ struct HostCallback {
   HostAncestors ancestors;  // a failure of one of these in a launch skips this task there
   /// The last launch in which this task failed or was skipped (none: max).
   std::atomic<std::uint64_t> failed_in{~std::uint64_t{0}};
+  /// CUPTI profile mode: the launch (counted as `errors` counts them) whose run of the task to
+  /// time, set by the executable before it enqueues that launch, and where that run's times
+  /// go; both null when not timed.
+  const std::atomic<std::uint64_t>* time_launch = nullptr;
+  HostTimes* times = nullptr;
 };
 
 /// Host tasks in `plan` and every body it runs, each counted once per execution.

@@ -1,4 +1,5 @@
-// GraphExecutable: build, instantiate with upload, launch, per-node and whole-graph updates.
+// GraphExecutable: build, instantiate with upload, launch, per-node and whole-graph updates,
+// and the two ways it is profiled: event nodes in the graph, or CUPTI's activity records.
 #include "backend/cuda_graph/graph_backend.hpp"
 
 #include "backend/cuda_launch/cuda_executable.hpp"
@@ -8,6 +9,7 @@
 #include <cmdgraph/error.hpp>
 
 #include <chrono>
+#include <optional>
 
 namespace cmdgraph::detail {
 namespace {
@@ -27,21 +29,35 @@ struct Instance {
   cuda::Event uploaded;
 };
 
-// Builds and instantiates `plan` with `args` on `device` and starts uploading it, so the first
-// launch pays no upload on the host and compile() does not wait for the device.
-Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, bool profile,
-                     bool programmatic, Captures* captures, double* instantiate_ms) {
+// Builds and instantiates `plan` with `args` on `device`, profiled as `timing` says, and starts
+// uploading it, so the first launch pays no upload on the host and compile() does not wait for
+// the device. `programmatic`: lower programmatic edges as such. `errors`: another instance's
+// host errors to share (its launches count as ours).
+Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, ProfileMode timing,
+                     bool programmatic, Captures* captures, double* instantiate_ms,
+                     std::shared_ptr<HostErrors> errors = nullptr) {
   const cuda::ScopedDevice on(device);
   const cuda::Served served = cuda::for_executable(plan.buffer_name);
   Instance in;
-  in.host_errors = std::make_shared<HostErrors>(std::max<std::uint32_t>(1, count_host_tasks(plan)));
-  GraphBuilder builder(device, in.host_errors.get(), profile, captures, programmatic);
+  in.host_errors = errors ? std::move(errors)
+                          : std::make_shared<HostErrors>(
+                                std::max<std::uint32_t>(1, count_host_tasks(plan)));
+  GraphBuilder builder(device, in.host_errors.get(), timing, captures, programmatic);
   in.built = builder.build(plan, args);
+  std::vector<std::uint64_t> ids;
+  if (in.built.cupti) ids = node_ids(*in.built.cupti, served);
 
   const auto start = std::chrono::steady_clock::now();
   cuda::Stream stream = cuda::create_stream(device, 0, served);
-  in.exec = cuda::instantiate(in.built.graph.get(), stream.get(), in.built.node_priority, served,
-                              [&](cudaGraphNode_t node) { return in.built.name_of(node); });
+  {
+    // Instantiating clones every node: CUPTI's records name the clones.
+    std::optional<cuda::cupti::CloneLog> clones;
+    if (in.built.cupti) clones.emplace();
+    in.exec = cuda::instantiate(in.built.graph.get(), stream.get(), in.built.node_priority,
+                                served,
+                                [&](cudaGraphNode_t node) { return in.built.name_of(node); });
+    if (clones) map_nodes(*in.built.cupti, ids, clones->take(served));
+  }
   in.uploaded = cuda::create_event(device, false, served);
   cuda::record_event(in.uploaded.get(), stream.get(), served);
   in.upload = std::move(stream);
@@ -53,12 +69,35 @@ Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, bo
 
 class GraphExecutable final : public CudaExecutable {
  public:
+  // `session`: CUPTI's, when stats.profile_mode is cupti. `programmatic`:
+  // CompileOptions::programmatic_edges.
   GraphExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
-                  ArgumentStore args, bool profile, bool programmatic, Captures* captures)
-      : CudaExecutable(plan, device, std::move(stats), profile), args_(std::move(args)),
-        programmatic_(programmatic) {
-    current_ = instantiate(*plan, args_, device.ordinal(), profile, programmatic_, captures,
+                  ArgumentStore args, unsigned profile_every, bool programmatic,
+                  Captures* captures, cuda::cupti::Session* session)
+      : CudaExecutable(plan, device, std::move(stats), profile_every), args_(std::move(args)),
+        programmatic_(programmatic), session_(session) {
+    const int ordinal = device.ordinal();
+    const cuda::Served served = cuda::for_executable(plan->buffer_name);
+    if (mode() == ProfileMode::cupti) {
+      // Collecting from before instantiation on: CUPTI sees the graph as it is made.
+      collecting_ = std::make_unique<cuda::cupti::Session::Collecting>(*session_);
+      if (!collecting_->error().empty()) {
+        throw Error(errc::cuda_error, "CUPTI refused to collect activity records for "
+                                      "executable '" + plan->buffer_name + "': " +
+                                          collecting_->error());
+      }
+      sampled_done_ = cuda::create_event(ordinal, false, served);
+    }
+    current_ = instantiate(*plan, args_, ordinal, mode(), programmatic_, captures,
                            &this->stats().instantiate_ms);
+    if (split()) {
+      plain_ = std::make_unique<Instance>(instantiate(*plan, args_, ordinal, ProfileMode::off,
+                                                      programmatic_, captures, nullptr,
+                                                      current_.host_errors));
+      switched_ = cuda::create_event(ordinal, false, served);
+    }
+    // One launch in N: collection is switched on around the launches profiled.
+    if (this->profile_every() > 1) collecting_.reset();
     start_context(current_.context);
     this->stats().backend = Backend::cuda_graph;
     this->stats().edges_programmatic = current_.built.programmatic_edges;
@@ -68,7 +107,7 @@ class GraphExecutable final : public CudaExecutable {
 
   std::unique_ptr<ExecutableImpl> clone() const override {
     return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_,
-                                             profiling(), programmatic_, nullptr);
+                                             profile_every(), programmatic_, nullptr, session_);
   }
 
   void write_cuda_dot(const std::string& path) const override {
@@ -79,27 +118,73 @@ class GraphExecutable final : public CudaExecutable {
 
   void apply_update(std::uint32_t c) override {
     const cuda::ScopedDevice on(ordinal());
-    GraphBuilder::update_node(plan(), c, args_, ordinal(), current_.exec.get(),
-                              current_.built.nodes[c]);
+    for (Instance* in : instances()) {
+      GraphBuilder::update_node(plan(), c, args_, ordinal(), in->exec.get(), in->built.nodes[c]);
+    }
   }
 
  private:
-  void enqueue(CudaQueue& queue, CudaQueue*) override {
-    // CUDA itself runs launches of one graph exec one after another, whatever their streams.
+  ProfileMode mode() const noexcept { return stats().profile_mode; }
+  // Event mode profiling one launch in N: the others launch a graph without event nodes.
+  bool split() const noexcept { return mode() == ProfileMode::events && profile_every() > 1; }
+  std::vector<Instance*> instances() {
+    if (plain_) return {&current_, plain_.get()};
+    return {&current_};
+  }
+
+  void enqueue(CudaQueue& queue, CudaQueue* previous) override {
     const cuda::Served served = cuda::for_executable(name());
-    if (current_.uploaded) {
-      cuda::wait_event(queue.stream(), current_.uploaded.get(), served);
-      current_.uploaded.reset();  // CUDA keeps the event alive until the wait is satisfied
-      current_.upload.reset();
+    const bool profiled = current_launch().profiled;
+    Instance& in = plain_ && !profiled ? *plain_ : current_;
+    if (plain_ && previous) {
+      // CUDA orders the launches of one graph exec, not of two: follow the previous queue.
+      cuda::record_event(switched_.get(), previous->stream(), served);
+      cuda::wait_event(queue.stream(), switched_.get(), served);
     }
-    cuda::launch_graph(current_.exec.get(), queue.stream(), served);
+    if (in.uploaded) {
+      cuda::wait_event(queue.stream(), in.uploaded.get(), served);
+      in.uploaded.reset();  // CUDA keeps the event alive until the wait is satisfied
+      in.upload.reset();
+    }
+    if (mode() == ProfileMode::cupti && profiled) {
+      enqueue_traced(queue, served);
+    } else {
+      cuda::launch_graph(in.exec.get(), queue.stream(), served);
+    }
+  }
+
+  // A launch CUPTI traces: its host tasks time themselves, its graph launch's records are
+  // routed to it, and an event marks its end for the reader.
+  void enqueue_traced(CudaQueue& queue, const cuda::Served& served) {
+    auto launch = std::make_shared<CuptiLaunch>();
+    launch->index = current_launch().index;
+    launch->host_launch = launches();
+    launch->timing = current_.built.cupti;
+    launch->started = std::chrono::steady_clock::now();
+    current_.built.cupti->host_launch.store(launch->host_launch, std::memory_order_release);
+    {
+      const cuda::cupti::Session::Window window(*session_, launch->records, !collecting_);
+      cuda::launch_graph(current_.exec.get(), queue.stream(), served);
+    }
+    cuda::record_event(sampled_done_.get(), queue.stream(), served);
+    launch->enqueued = std::chrono::steady_clock::now();
+    last_traced_ = std::move(launch);
   }
 
   std::optional<Profile> read_last_profile() const override {
     std::lock_guard lock(mutex());
-    if (launches() == 0 || !current_.built.launch_start) return std::nullopt;
-    return read_profile(plan(), current_.built.launch_start.get(), current_.built.points,
-                        "cuda_graph", last_started());
+    if (!last_profiled()) return std::nullopt;
+    if (mode() == ProfileMode::cupti) {
+      if (const cudaError_t s = cuda::synchronize_event(sampled_done_.get()); s != cudaSuccess) {
+        cuda::fail(s, "cudaEventSynchronize", cuda::for_executable(name()));
+      }
+      return read_cupti_profile(plan(), *last_traced_, *session_, "cuda_graph");
+    }
+    if (!current_.built.launch_start) return std::nullopt;
+    Profile p = read_profile(plan(), current_.built.launch_start.get(), current_.built.points,
+                             "cuda_graph", last_started());
+    p.launch = last_profiled()->index;
+    return p;
   }
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
@@ -107,41 +192,62 @@ class GraphExecutable final : public CudaExecutable {
     ArgumentStore args = plan->arguments;
     if (difference) return rebuild(std::move(plan), std::move(args), difference.what);
     const cuda::ScopedDevice on(ordinal());
-    GraphBuilder builder(ordinal(), current_.host_errors.get(), profiling(), nullptr,
-                         programmatic_);
-    BuiltGraph fresh = builder.build(*plan, args);
-    std::string why;
-    cudaGraphNode_t at = nullptr;
-    const cudaError_t status = cuda::update_exec(current_.exec.get(), fresh.graph.get(), why, at);
-    if (status == cudaSuccess) {
-      // The exec now points at the fresh graph's host callbacks and events; per-node updates
-      // keep addressing the nodes it was instantiated from, which map command for command.
-      std::lock_guard lock(mutex());
+    std::vector<BuiltGraph> fresh;
+    for (Instance* in : instances()) {
+      GraphBuilder builder(ordinal(), current_.host_errors.get(),
+                           in == &current_ ? mode() : ProfileMode::off, nullptr, programmatic_);
+      fresh.push_back(builder.build(*plan, args));
+      std::string why;
+      cudaGraphNode_t at = nullptr;
+      const cudaError_t status =
+          cuda::update_exec(in->exec.get(), fresh.back().graph.get(), why, at);
+      if (status == cudaSuccess) continue;
+      why = "CUDA refused the update (" + why + ")";
+      if (!options.reinstantiate_if_needed) {
+        const std::string command = fresh.back().name_of(at);
+        std::vector<std::string> named;
+        if (!command.empty()) named.push_back(command);
+        refuse_update(why + (command.empty() ? "" : " at command '" + command + "'"),
+                      std::move(named), static_cast<int>(status));
+      }
+      return rebuild(std::move(plan), std::move(args), why);
+    }
+    // The execs now point at the fresh graphs' host callbacks and events; per-node updates
+    // keep addressing the nodes they were instantiated from, which map command for command,
+    // as do the clones CUPTI's records name.
+    std::lock_guard lock(mutex());
+    std::size_t i = 0;
+    for (Instance* in : instances()) {
+      BuiltGraph& now = fresh[i++];
       auto old = std::make_shared<BuiltGraph>();
-      old->callbacks = std::exchange(current_.built.callbacks, std::move(fresh.callbacks));
-      old->events = std::exchange(current_.built.events, std::move(fresh.events));
-      old->launch_start = std::exchange(current_.built.launch_start, std::move(fresh.launch_start));
-      current_.built.points = std::move(fresh.points);
+      old->callbacks = std::exchange(in->built.callbacks, std::move(now.callbacks));
+      old->events = std::exchange(in->built.events, std::move(now.events));
+      old->launch_start = std::exchange(in->built.launch_start, std::move(now.launch_start));
+      in->built.points = std::move(now.points);
+      if (now.cupti) {
+        now.cupti->map = in->built.cupti->map;
+        in->built.cupti = std::move(now.cupti);
+      }
       retire(std::move(old));
-      args_ = std::move(args);
-      replace_plan(std::move(plan));
-      return {};
     }
-    why = "CUDA refused the update (" + why + ")";
-    if (!options.reinstantiate_if_needed) {
-      const std::string command = fresh.name_of(at);
-      refuse_update(why + (command.empty() ? "" : " at command '" + command + "'"),
-                    command.empty() ? std::vector<std::string>{} : std::vector<std::string>{command},
-                    static_cast<int>(status));
-    }
-    return rebuild(std::move(plan), std::move(args), why);
+    args_ = std::move(args);
+    replace_plan(std::move(plan));
+    return {};
   }
 
   UpdateResult rebuild(std::shared_ptr<const Plan> plan, ArgumentStore args, std::string why) {
-    Instance fresh = instantiate(*plan, args, ordinal(), profiling(), programmatic_, nullptr,
-                                 nullptr);
+    std::optional<cuda::cupti::Session::Collecting> while_instantiating;
+    if (mode() == ProfileMode::cupti && !collecting_) while_instantiating.emplace(*session_);
+    Instance fresh = instantiate(*plan, args, ordinal(), mode(), programmatic_, nullptr, nullptr);
+    std::unique_ptr<Instance> fresh_plain;
+    if (split()) {
+      fresh_plain = std::make_unique<Instance>(instantiate(*plan, args, ordinal(),
+                                                           ProfileMode::off, programmatic_,
+                                                           nullptr, nullptr, fresh.host_errors));
+    }
     std::lock_guard lock(mutex());
     retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))));
+    if (plain_) retire(std::shared_ptr<Instance>(std::exchange(plain_, std::move(fresh_plain))));
     start_context(current_.context);  // the fresh instance counts its own launches
     args_ = std::move(args);
     replace_plan(std::move(plan));
@@ -149,8 +255,15 @@ class GraphExecutable final : public CudaExecutable {
   }
 
   ArgumentStore args_;
-  bool programmatic_;
+  bool programmatic_;  // CompileOptions::programmatic_edges
   Instance current_;
+  std::unique_ptr<Instance> plain_;  // event mode, one launch in N: the launches not profiled
+  cuda::Event switched_;             // orders launches of the two across queues
+  // CUPTI mode.
+  cuda::cupti::Session* session_;
+  std::unique_ptr<cuda::cupti::Session::Collecting> collecting_;  // profiling every launch
+  cuda::Event sampled_done_;                 // recorded after each traced launch
+  std::shared_ptr<CuptiLaunch> last_traced_;
 };
 
 }  // namespace
@@ -160,9 +273,39 @@ std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> 
                                                     ExecutableStats stats, Captures captures) {
   check_runs_on_device(*plan, device.ordinal());
   ArgumentStore args = plan->arguments;
+  const ProfileMode asked = options.profile.mode;
+  cuda::cupti::Session* session = nullptr;
+  if (asked == ProfileMode::automatic || asked == ProfileMode::cupti) {
+    std::string why;
+    session = cuda::cupti::Session::acquire(why);
+    std::optional<std::string> refusal;
+    if (!session) refusal = why;
+    if (!refusal) {
+      stats.profile_mode = ProfileMode::cupti;
+      stats.profile_reason = "CUPTI activity records: the GPU's own start and end of each "
+                             "kernel, copy and fill";
+      try {
+        return std::make_unique<GraphExecutable>(plan, device, stats, args,
+                                                 options.profile_every,
+                                                 options.programmatic_edges, &captures, session);
+      } catch (const Error& e) {
+        if (asked == ProfileMode::cupti) throw;
+        refusal = std::string("CUPTI mode failed (") + e.what() + ")";
+      }
+    }
+    if (asked == ProfileMode::cupti) {
+      throw Error(errc::unsupported, "executable '" + plan->buffer_name +
+                                         "' cannot be profiled through CUPTI: " + *refusal);
+    }
+    stats.profile_mode = ProfileMode::events;
+    stats.profile_reason = "timed events, because CUPTI is not usable: " + *refusal;
+  } else if (asked == ProfileMode::events) {
+    stats.profile_mode = ProfileMode::events;
+    stats.profile_reason = "requested";
+  }
   return std::make_unique<GraphExecutable>(std::move(plan), device, std::move(stats),
-                                           std::move(args), options.profile,
-                                           options.programmatic_edges, &captures);
+                                           std::move(args), options.profile_every,
+                                           options.programmatic_edges, &captures, nullptr);
 }
 
 }  // namespace cmdgraph::detail

@@ -9,6 +9,7 @@
 
 #include <exception>
 #include <stdexcept>
+#include <utility>
 
 namespace cmdgraph::detail {
 namespace {
@@ -72,9 +73,10 @@ class GraphBuilder::Site final : public GraphSite {
   Site(GraphBuilder& builder, const Plan& plan, std::uint32_t c, const ArgumentStore& args,
        cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
        std::span<const cudaGraphEdgeData> edges, std::optional<int> priority,
-       HostAncestors before)
+       HostAncestors before, std::uint32_t timed)
       : builder_(builder), plan_(plan), c_(c), args_(args), graph_(graph), deps_(deps),
-        edges_(edges), priority_(priority), before_(before), after_(std::move(before)) {
+        edges_(edges), priority_(priority), timed_(timed), before_(before),
+        after_(std::move(before)) {
     // Root commands are named by their own name: no string is made per node.
     if (&plan != builder.root_) qualified_ = command_label(plan, c, *builder.root_);
     name_ = qualified_.empty() ? std::string_view(plan.name(c)) : std::string_view(qualified_);
@@ -89,35 +91,66 @@ class GraphBuilder::Site final : public GraphSite {
       cuda::set_kernel_priority(node, *priority_, name_);
       builder_.out_->node_priority = true;
     }
+    if (builder_.cupti_) {
+      const cudaGraphNodeType type = spec.params.type;
+      builder_.note(node, timed_, spec.copy || type == cudaGraphNodeTypeKernel ||
+                                      type == cudaGraphNodeTypeMemset ||
+                                      type == cudaGraphNodeTypeMemcpy);
+    }
     return node;
   }
   void* host_callback(const std::shared_ptr<HostTask>& task) override {
     HostCallback* callback =
         builder_.out_->callbacks.add(task, std::string(name_), builder_.errors_, before_);
     after_ = only(callback);
+    if (builder_.cupti_ && builder_.fold_into_ == no_timed) {
+      CuptiTiming& timing = *builder_.out_->cupti;
+      callback->time_launch = &timing.host_launch;
+      callback->times = &timing.host_times.emplace_back();
+      timing.commands[timed_].host = callback->times;
+    }
     return callback;
   }
   cudaGraphNode_t body_graph() override {
     const Plan& body = *plan_.body(c_);
-    cuda::Graph child = cuda::create_graph(name_);
     std::vector<cudaGraphNode_t> nodes;
+    if (builder_.cupti_) {
+      // Built straight into the node's own graph: the nodes CUPTI sees are the ones we made
+      // (a child graph added whole would be a clone of ours).
+      cuda::Graph empty = cuda::create_graph(name_);
+      const cudaGraphNode_t node = builder_.add_child(graph_, deps_, empty.get(), name_);
+      const std::uint32_t owner = std::exchange(builder_.owner_, timed_);
+      after_ = builder_.add_nodes(body, body.arguments, cuda::embedded_graph(node, name_), nodes,
+                                  nullptr, false, before_, priority_);
+      builder_.owner_ = owner;
+      return node;
+    }
+    cuda::Graph child = cuda::create_graph(name_);
     after_ = builder_.add_nodes(body, body.arguments, child.get(), nodes, nullptr,
                                 builder_.profile_, before_, priority_);
     // The child is cloned into the node; ours is destroyed when this returns.
     return builder_.add_child(graph_, deps_, child.get(), name_);
   }
   cudaGraphNode_t captured_graph() override {
+    // The captured graph is cloned into the node: it stays for another build to use.
+    cudaGraph_t captured = nullptr;
     cuda::Graph child;
     if (builder_.captures_) {
       const auto it = builder_.captures_->graphs.find({&plan_, c_});
-      if (it != builder_.captures_->graphs.end()) child = std::move(it->second);
+      if (it != builder_.captures_->graphs.end()) captured = it->second.get();
     }
-    if (!child) child = builder_.capture(plan_, c_);
-    return builder_.add_child(graph_, deps_, child.get(), name_);
+    if (!captured) {
+      child = builder_.capture(plan_, c_);
+      captured = child.get();
+    }
+    const cudaGraphNode_t node = builder_.add_child(graph_, deps_, captured, name_);
+    if (builder_.cupti_) builder_.note_all(cuda::embedded_graph(node, name_), timed_, name_);
+    return node;
   }
   cudaGraphNode_t conditional(cudaGraphConditionalNodeType type,
                               const Condition& condition) override {
-    return builder_.add_conditional(plan_, c_, type, condition, args_, graph_, deps_, priority_);
+    return builder_.add_conditional(plan_, c_, type, condition, args_, graph_, deps_, timed_,
+                                    priority_);
   }
   /// The nearest host-task ancestors the command's dependants inherit.
   const HostAncestors& after() const noexcept { return after_; }
@@ -131,6 +164,7 @@ class GraphBuilder::Site final : public GraphSite {
   std::span<const cudaGraphNode_t> deps_;
   std::span<const cudaGraphEdgeData> edges_;  // empty: all full
   std::optional<int> priority_;               // of its kernels and its body's
+  std::uint32_t timed_;  // CUPTI: the run its nodes are noted for
   std::string qualified_;
   std::string_view name_;
   HostAncestors before_;  // the command's nearest host-task ancestors
@@ -143,6 +177,7 @@ BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
   root_ = &plan;
   out.root = &plan;
   out.graph = cuda::create_graph(cuda::for_executable(plan.buffer_name));
+  if (cupti_) out.cupti = std::make_shared<CuptiTiming>();
   cudaGraphNode_t root = nullptr;
   if (profile_) {
     out.launch_start = cuda::create_event(device_, true, cuda::for_executable(plan.buffer_name));
@@ -177,6 +212,7 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
                                       cudaGraphNode_t root, bool profiled, HostAncestors entry,
                                       std::optional<int> priority) {
   nodes.assign(plan.size(), nullptr);
+  std::vector<std::uint32_t> run_of(cupti_ ? plan.size() : 0, no_timed);
   std::vector<HostAncestors> after(plan.size());
   std::vector<HostAncestors> parents;
   // Profiling: start -> command -> end, and dependants follow the end event, so every
@@ -184,7 +220,7 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   std::vector<cudaGraphNode_t> ends(profiled ? plan.size() : 0, nullptr);
   std::vector<cudaGraphNode_t> deps;
   std::vector<cudaGraphEdgeData> edges;  // per dep, when one of them is programmatic
-  // Profiling puts event nodes between kernels, which take full edges only.
+  // Event profiling puts event nodes between kernels, which take full edges only.
   const bool programmatic = programmatic_ && !profiled && !plan.programmatic.empty();
   for (std::uint32_t c : plan.order) {
     deps.clear();
@@ -197,8 +233,9 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
     if (parents.empty()) parents.push_back(entry);
     ProfilePoint point{&plan, c, nullptr, nullptr};
     if (profiled) deps.assign(1, add_event_node(graph, deps, &point.start));
+    const std::uint32_t timed = cupti_ ? timed_run(plan, c, run_of) : no_timed;
     Site site(*this, plan, c, args, graph, deps, edges,
-              kernel_priority(plan.command(c), device_, priority), merged(parents));
+              kernel_priority(plan.command(c), device_, priority), merged(parents), timed);
     nodes[c] = add_graph_node(plan.payload(c), site);
     after[c] = site.after();
     out_->origins.push_back({nodes[c], &plan, c});
@@ -235,6 +272,37 @@ void GraphBuilder::add_edge_data(const Plan& plan, std::uint32_t c,
   }
 }
 
+std::uint32_t GraphBuilder::timed_run(const Plan& plan, std::uint32_t c,
+                                      std::vector<std::uint32_t>& run_of) {
+  if (fold_into_ != no_timed) return fold_into_;  // a conditional body: timed as its owner
+  TimedCommand timed{&plan, c, owner_, {}, nullptr, false};
+  for (std::uint32_t p : plan.parents[c]) timed.parents.push_back(run_of[p]);
+  std::vector<TimedCommand>& commands = out_->cupti->commands;
+  run_of[c] = static_cast<std::uint32_t>(commands.size());
+  commands.push_back(std::move(timed));
+  return run_of[c];
+}
+
+void GraphBuilder::note(cudaGraphNode_t node, std::uint32_t timed, bool expects_record) {
+  // A conditional body may run no pass at all: what is in it is not expected.
+  const bool expected = expects_record && fold_into_ == no_timed;
+  out_->cupti->nodes.push_back({node, timed, expected});
+  if (expected) out_->cupti->commands[timed].expects_record = true;
+}
+
+// Every node of a graph a capture made, child graphs' included: the capture's records.
+void GraphBuilder::note_all(cudaGraph_t graph, std::uint32_t timed, cuda::Served served) {
+  for (cudaGraphNode_t node : cuda::graph_nodes(graph, served)) {
+    const cudaGraphNodeType type = cuda::node_type(node, served);
+    if (type == cudaGraphNodeTypeGraph) {
+      note_all(cuda::embedded_graph(node, served), timed, served);
+    } else {
+      note(node, timed, type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeMemcpy ||
+                            type == cudaGraphNodeTypeMemset);
+    }
+  }
+}
+
 // A one-thread kernel sets the condition before the conditional node; a WHILE body ends with
 // the same kernel setting it for the next pass. The passes never return to the host.
 cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
@@ -242,7 +310,7 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
                                               const Condition& condition,
                                               const ArgumentStore& args, cudaGraph_t graph,
                                               std::span<const cudaGraphNode_t> deps,
-                                              std::optional<int> priority) {
+                                              std::uint32_t timed, std::optional<int> priority) {
   const std::string name = command_label(plan, c, *root_);
   cudaGraphConditionalHandle handle = cuda::create_conditional_handle(graph, name);
   // Kernel node parameters are copied when a node is made: pointers to locals are fine.
@@ -253,6 +321,7 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
   check.params.kernel.blockDim = dim3(1);
   check.params.kernel.kernelParams = params;
   const cudaGraphNode_t first = cuda::add_node(graph, deps, check, name);
+  if (cupti_) note(first, timed, true);
 
   cuda::NodeSpec conditional = cuda::NodeSpec::of(cudaGraphNodeTypeConditional);
   conditional.params.conditional.handle = handle;
@@ -263,6 +332,8 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
 
   const Plan& body = *plan.body(c);
   std::vector<cudaGraphNode_t> body_nodes;
+  // CUPTI: what runs in the body is timed as the conditional itself.
+  const std::uint32_t fold = std::exchange(fold_into_, fold_into_ == no_timed ? timed : fold_into_);
   add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr, priority);
   out_->origins.push_back({first, &plan, c});
   ++out_->node_count;
@@ -272,9 +343,11 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
       if (body.children[k].empty()) last.push_back(body_nodes[k]);
     }
     const cudaGraphNode_t again = cuda::add_node(body_graph, last, check, name);
+    if (cupti_) note(again, timed, true);
     out_->origins.push_back({again, &plan, c});
     ++out_->node_count;
   }
+  fold_into_ = fold;
   return node;
 }
 

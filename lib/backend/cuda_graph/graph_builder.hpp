@@ -1,16 +1,19 @@
 // GraphBuilder: a plan as a cudaGraph_t, one node per command (each kind's node comes from
 // cuda_commands), edges from the plan's transitive reduction. Bodies of executed buffers become
 // child graphs, captures child graphs of what they enqueued, loops conditional WHILE nodes;
-// profiling adds timed event nodes around every command.
+// event profiling adds timed event nodes around every command, CUPTI profiling notes which
+// nodes' activity records time which command.
 #pragma once
 
 #include "backend/cuda_commands/cuda_commands.hpp"
 #include "backend/cuda_commands/host_callbacks.hpp"
+#include "backend/cuda_launch/cupti_timing.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
 #include "cuda/handles.hpp"
 #include "plan/plan.hpp"
 
 #include <cmdgraph/error.hpp>
+#include <cmdgraph/executable.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -43,6 +46,8 @@ struct BuiltGraph {
   cuda::Event launch_start;
   std::vector<cuda::Event> events;
   std::vector<ProfilePoint> points;
+  // CUPTI profiling: each command's run, and the nodes whose records time them.
+  std::shared_ptr<CuptiTiming> cupti;
 
   /// How errors name the command behind `node` (empty when it is none of ours).
   std::string name_of(cudaGraphNode_t node) const;
@@ -60,12 +65,13 @@ struct BuiltGraph {
 class GraphBuilder {
  public:
   /// `captures` may be null (captures then run as the graph is built, on their own stream).
-  /// With `programmatic`, the plan's programmatic edges become programmatic graph edges
-  /// (unless profiling puts event nodes between the kernels).
-  GraphBuilder(int device, HostErrors* errors, bool profile, Captures* captures = nullptr,
+  /// `timing`: off, events (event nodes) or cupti (BuiltGraph::cupti). With `programmatic`,
+  /// the plan's programmatic edges become programmatic graph edges (unless event nodes sit
+  /// between the kernels).
+  GraphBuilder(int device, HostErrors* errors, ProfileMode timing, Captures* captures = nullptr,
                bool programmatic = true)
-      : device_(device), errors_(errors), profile_(profile), captures_(captures),
-        programmatic_(programmatic) {}
+      : device_(device), errors_(errors), profile_(timing == ProfileMode::events),
+        cupti_(timing == ProfileMode::cupti), captures_(captures), programmatic_(programmatic) {}
   /// The graph of `plan` with the values of `args` (the executable's own store).
   BuiltGraph build(const Plan& plan, const ArgumentStore& args);
   /// Makes node `node` of `exec` take root command `c`'s values in `args` (an updatable kind).
@@ -89,15 +95,24 @@ class GraphBuilder {
   cudaGraphNode_t add_conditional(const Plan& plan, std::uint32_t c,
                                   cudaGraphConditionalNodeType type, const Condition& condition,
                                   const ArgumentStore& args, cudaGraph_t graph,
-                                  std::span<const cudaGraphNode_t> deps,
+                                  std::span<const cudaGraphNode_t> deps, std::uint32_t timed,
                                   std::optional<int> priority);
   cuda::Graph capture(const Plan& plan, std::uint32_t c);
+  // CUPTI profiling: the run of command c of `plan` that nodes added now are noted for (a new
+  // one, or the conditional body's owner they fold into), and noting them.
+  std::uint32_t timed_run(const Plan& plan, std::uint32_t c,
+                          std::vector<std::uint32_t>& run_of);
+  void note(cudaGraphNode_t node, std::uint32_t timed, bool expects_record);
+  void note_all(cudaGraph_t graph, std::uint32_t timed, cuda::Served served);
 
   int device_;
   HostErrors* errors_;
-  bool profile_;
+  bool profile_;  // timed events
+  bool cupti_;    // CUPTI records
   Captures* captures_;
   bool programmatic_;
+  std::uint32_t owner_ = no_timed;      // the executed buffer being built (CUPTI)
+  std::uint32_t fold_into_ = no_timed;  // the conditional whose body is being built (CUPTI)
   BuiltGraph* out_ = nullptr;  // the graph being built
   const Plan* root_ = nullptr;
   cuda::Stream capture_stream_;  // made when a capture runs during the build

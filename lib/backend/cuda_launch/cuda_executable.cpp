@@ -20,8 +20,15 @@ Fence CudaExecutable::launch(const std::shared_ptr<QueueState>& queue, const Sub
   const std::shared_ptr<QueueState> previous = last_queue_.lock();
   // Set first: whatever part of the run gets enqueued, the next launch follows this queue.
   last_queue_ = queue;
-  if (profiling()) last_started_ = std::chrono::steady_clock::now();
+  current_ = number_launch();
+  const auto started = current_.profiled ? std::chrono::steady_clock::now()
+                                         : std::chrono::steady_clock::time_point{};
   enqueue(lane, previous && previous != queue ? previous->as_cuda() : nullptr);
+  if (current_.profiled) {
+    last_started_ = started;
+    last_enqueued_ = std::chrono::steady_clock::now();
+    last_profiled_ = current_;
+  }
   lane.enqueue_semaphore_signals(info);
   const std::uint64_t launch = launches_++;
   std::shared_ptr<FenceState> fence = launch_fence(context_, launch, queue);
@@ -38,6 +45,7 @@ void CudaExecutable::check_runs(const Plan& plan) const { check_runs_on_device(p
 void CudaExecutable::start_context(std::shared_ptr<const LaunchContext> context) {
   context_ = std::move(context);
   launches_ = 0;
+  last_profiled_.reset();  // what timed it belonged to the instance replaced
 }
 
 void CudaExecutable::retire(std::shared_ptr<const void> keep) {

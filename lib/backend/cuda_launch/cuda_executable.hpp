@@ -12,14 +12,15 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace cmdgraph::detail {
 
 class CudaExecutable : public ExecutableImpl {
  public:
   CudaExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
-                 bool profile)
-      : ExecutableImpl(std::move(plan), device, std::move(stats), profile) {}
+                 unsigned profile_every)
+      : ExecutableImpl(std::move(plan), device, std::move(stats), profile_every) {}
   ~CudaExecutable() override { wait_for_launches(); }
 
   Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) final;
@@ -31,7 +32,8 @@ class CudaExecutable : public ExecutableImpl {
   virtual void enqueue(CudaQueue& queue, CudaQueue* previous) = 0;
   void check_runs(const Plan& plan) const override;
 
-  /// Launches from now on report errors through `context`, numbered from 0 again.
+  /// Launches from now on report errors through `context`, numbered from 0 again; no launch
+  /// through it has been profiled yet.
   void start_context(std::shared_ptr<const LaunchContext> context);
   /// Keeps `keep` alive until every launch so far has finished.
   void retire(std::shared_ptr<const void> keep);
@@ -42,16 +44,25 @@ class CudaExecutable : public ExecutableImpl {
 
   int ordinal() const noexcept { return device().ordinal(); }
   std::mutex& mutex() const noexcept { return mutex_; }
-  /// Under mutex(): launches through the current context, and when the last one started.
+  /// Under mutex(): launches through the current context (during enqueue, the number of the
+  /// one being enqueued, as its host tasks count it).
   std::uint64_t launches() const noexcept { return launches_; }
+  /// During enqueue: the launch being enqueued.
+  const LaunchNumber& current_launch() const noexcept { return current_; }
+  /// Under mutex(): the most recent profiled launch (nullopt: none yet), when launch() began
+  /// enqueuing it and when it had.
+  const std::optional<LaunchNumber>& last_profiled() const noexcept { return last_profiled_; }
   std::chrono::steady_clock::time_point last_started() const noexcept { return last_started_; }
+  std::chrono::steady_clock::time_point last_enqueued() const noexcept { return last_enqueued_; }
 
  private:
   mutable std::mutex mutex_;
   std::shared_ptr<const LaunchContext> context_;
   std::weak_ptr<QueueState> last_queue_;
   std::uint64_t launches_ = 0;
-  std::chrono::steady_clock::time_point last_started_;
+  LaunchNumber current_;
+  std::optional<LaunchNumber> last_profiled_;
+  std::chrono::steady_clock::time_point last_started_, last_enqueued_;
 };
 
 }  // namespace cmdgraph::detail

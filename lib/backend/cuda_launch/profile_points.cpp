@@ -23,7 +23,9 @@ Profile read_profile(const Plan& root, cudaEvent_t launch_start,
     measured.push_back({p.plan, p.command, i < lanes.size() ? lanes[i] : MeasuredCommand::no_lane,
                         start, end});
   }
-  return build_profile(root, std::move(measured), std::move(backend), started);
+  Profile p = build_profile(root, std::move(measured), std::move(backend), started);
+  p.timing = "events";
+  return p;
 }
 
 }  // namespace cmdgraph::detail

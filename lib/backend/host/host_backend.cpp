@@ -58,6 +58,7 @@ void start_launch(std::shared_ptr<const HostProgram> program,
                   std::shared_ptr<const ArgumentStore> arguments, EventGenerations generations,
                   std::shared_ptr<FenceState> fence, std::shared_ptr<FenceState> previous,
                   const SubmitInfo& info, std::shared_ptr<HostProfileStore> profile,
+                  std::uint64_t index,
                   HostQueue::Done done) noexcept {
   std::shared_ptr<LaunchEnd> end;
   try {
@@ -66,11 +67,12 @@ void start_launch(std::shared_ptr<const HostProgram> program,
       for (const SemaphoreValue& s : info.signal) s.semaphore->advance(s.value);
     };
     auto go = [program, arguments, generations = std::move(generations), end, signal,
-               profile]() mutable {
+               profile, index]() mutable {
       try {
         auto launch = std::make_shared<HostLaunch>(
             program, arguments, std::move(generations),
-            [end](std::exception_ptr error) { (*end)(std::move(error)); }, signal, profile);
+            [end](std::exception_ptr error) { (*end)(std::move(error)); }, signal, profile,
+            index);
         host_pool().post([launch] { launch->start(); });
       } catch (...) {
         (*end)(std::current_exception());
@@ -122,11 +124,12 @@ std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan
 
 class HostExecutable final : public ExecutableImpl {
  public:
-  HostExecutable(std::shared_ptr<const HostProgram> program, ExecutableStats stats, bool profile)
-      : ExecutableImpl(program->plan, Device::host(), std::move(stats), profile),
+  HostExecutable(std::shared_ptr<const HostProgram> program, ExecutableStats stats,
+                 unsigned profile_every)
+      : ExecutableImpl(program->plan, Device::host(), std::move(stats), profile_every),
         program_(std::move(program)),
         arguments_(std::make_shared<ArgumentStore>(program_->plan->arguments)),
-        profile_(profile ? std::make_shared<HostProfileStore>() : nullptr) {}
+        profile_(profiling() ? std::make_shared<HostProfileStore>() : nullptr) {}
 
   ~HostExecutable() override {
     // What the tasks reach may be freed once this returns (DESIGN: destruction waits).
@@ -146,18 +149,20 @@ class HostExecutable final : public ExecutableImpl {
     std::lock_guard lock(mutex_);
     std::shared_ptr<FenceState> previous = last_;
     EventGenerations generations = submit_events(program_->flat);
+    const LaunchNumber number = number_launch();
     lane.submit([program = program_, arguments = std::shared_ptr<const ArgumentStore>(arguments_),
                  generations = std::move(generations), fence, previous, info,
-                 profile = profile_](HostQueue::Done done) mutable {
+                 profile = number.profiled ? profile_ : nullptr,
+                 index = number.index](HostQueue::Done done) mutable {
       start_launch(program, arguments, std::move(generations), fence, previous, info, profile,
-                   std::move(done));
+                   index, std::move(done));
     });
     last_ = std::move(fence);  // only once the queue took the launch
     return Access::fence(last_);
   }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    auto copy = std::make_unique<HostExecutable>(program_, stats(), profiling());
+    auto copy = std::make_unique<HostExecutable>(program_, stats(), profile_every());
     std::lock_guard lock(mutex_);
     copy->arguments_ = std::make_shared<ArgumentStore>(*arguments_);
     return copy;
@@ -214,7 +219,7 @@ std::unique_ptr<ExecutableImpl> lower_to_host(std::shared_ptr<const Plan> plan,
                                               const CompileOptions& options, ExecutableStats stats) {
   stats.backend = Backend::host;
   return std::make_unique<HostExecutable>(make_program(std::move(plan)), std::move(stats),
-                                          options.profile);
+                                          options.profile_every);
 }
 
 }  // namespace cmdgraph::detail

@@ -29,11 +29,11 @@ HostLaunch::HostLaunch(std::shared_ptr<const HostProgram> program,
                        std::shared_ptr<const ArgumentStore> arguments,
                        EventGenerations generations, End end,
                        std::function<void()> before_complete,
-                       std::shared_ptr<HostProfileStore> profile)
+                       std::shared_ptr<HostProfileStore> profile, std::uint64_t index)
     : program_(std::move(program)), arguments_(std::move(arguments)),
       generations_(std::move(generations)), end_(std::move(end)),
       before_complete_(std::move(before_complete)),
-      profile_(std::move(profile)), pool_size_(host_pool().size()) {
+      profile_(std::move(profile)), index_(index), pool_size_(host_pool().size()) {
   const std::size_t n = program_->flat.tasks.size();
   pending_.reset(new std::atomic<std::uint32_t>[n]);
   poisoned_.reset(new std::atomic<std::uint8_t>[n]);
@@ -267,6 +267,8 @@ void HostLaunch::store_profile() {
                         end_ms_[n.exit]});
   }
   Profile p = build_profile(*program_->plan, std::move(measured), "host", started_);
+  p.launch = index_;
+  p.timing = "host_clock";
   std::lock_guard lock(profile_->mutex);
   profile_->last = std::move(p);
 }

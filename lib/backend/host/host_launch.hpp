@@ -66,11 +66,11 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   /// Called once, with the first error or null, when the launch is over.
   using End = std::function<void(std::exception_ptr)>;
   /// `before_complete` runs when every task has finished, before `end` (the submission's
-  /// semaphore signals).
+  /// semaphore signals). With `profile`, its Profile is stored there as launch `index`.
   HostLaunch(std::shared_ptr<const HostProgram> program,
              std::shared_ptr<const ArgumentStore> arguments, EventGenerations generations,
              End end, std::function<void()> before_complete,
-             std::shared_ptr<HostProfileStore> profile);
+             std::shared_ptr<HostProfileStore> profile, std::uint64_t index = 0);
   /// Posts the source tasks; returns at once.
   void start();
 
@@ -116,6 +116,7 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   End end_;
   std::function<void()> before_complete_;
   std::shared_ptr<HostProfileStore> profile_;  // null when not profiling
+  std::uint64_t index_;                        // the executable's launch number
   std::size_t pool_size_;
   std::chrono::steady_clock::time_point started_;
   std::unique_ptr<double[]> start_ms_, end_ms_;  // per task, when profiling

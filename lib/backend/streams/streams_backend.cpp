@@ -120,8 +120,9 @@ std::size_t set_programmatic(std::vector<StreamTask>& tasks, const FlatPlan& fla
 class StreamsExecutable final : public CudaExecutable {
  public:
   StreamsExecutable(std::shared_ptr<const Plan> plan, Device device, unsigned max_streams,
-                    bool profile, bool programmatic, ExecutableStats stats, ArgumentStore args)
-      : CudaExecutable(plan, device, std::move(stats), profile), max_streams_(max_streams),
+                    unsigned profile_every, bool programmatic, ExecutableStats stats,
+                    ArgumentStore args)
+      : CudaExecutable(plan, device, std::move(stats), profile_every), max_streams_(max_streams),
         programmatic_(programmatic) {
     const cuda::ScopedDevice on(device.ordinal());
     adopt(std::move(plan), std::move(args));
@@ -139,8 +140,9 @@ class StreamsExecutable final : public CudaExecutable {
   ~StreamsExecutable() override { wait_for_launches(); }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_, profiling(),
-                                               programmatic_, stats(), *arguments_);
+    return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_,
+                                               profile_every(), programmatic_, stats(),
+                                               *arguments_);
   }
 
   std::vector<unsigned> command_lanes() const override {
@@ -173,7 +175,9 @@ class StreamsExecutable final : public CudaExecutable {
       cuda::record_event(done_.get(), previous->stream(), served);
       cuda::wait_event(main, done_.get(), served);
     }
-    if (profiling()) cuda::record_event(profiling_.launch_start.get(), main, served);
+    if (current_launch().profiled) {
+      cuda::record_event(profiling_.launch_start.get(), main, served);
+    }
     if (forks_) cuda::record_event(fork_.get(), main, served);
     try {
       for (std::uint32_t t : schedule_.order) enqueue_task(t, lanes);
@@ -191,7 +195,8 @@ class StreamsExecutable final : public CudaExecutable {
     if (schedule_.fork_wait[t]) cuda::wait_event(s, fork_.get(), served);
     for (std::uint32_t p : schedule_.waits[t]) cuda::wait_event(s, events_[p].get(), served);
     const NvtxRange range(task.name);
-    if (profiling()) {
+    const bool profiled = current_launch().profiled;
+    if (profiled) {
       for (cudaEvent_t e : profiling_.before[t]) cuda::record_event(e, s, served);
     }
     if (!task.task->is_join()) {
@@ -199,7 +204,7 @@ class StreamsExecutable final : public CudaExecutable {
                             served, task.launch};
       enqueue_on_stream(task.task->plan->payload(task.task->command), site);
     }
-    if (profiling()) {
+    if (profiled) {
       for (cudaEvent_t e : profiling_.after[t]) cuda::record_event(e, s, served);
     }
     if (schedule_.records[t]) cuda::record_event(events_[t].get(), s, served);
@@ -207,9 +212,11 @@ class StreamsExecutable final : public CudaExecutable {
 
   std::optional<Profile> read_last_profile() const override {
     std::lock_guard lock(mutex());
-    if (launches() == 0) return std::nullopt;
-    return read_profile(plan(), profiling_.launch_start.get(), profiling_.points, "streams",
-                        last_started(), profiling_.lanes);
+    if (!last_profiled()) return std::nullopt;
+    Profile p = read_profile(plan(), profiling_.launch_start.get(), profiling_.points, "streams",
+                             last_started(), profiling_.lanes);
+    p.launch = last_profiled()->index;
+    return p;
   }
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
@@ -361,7 +368,7 @@ std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> pla
   check_runs_on_device(*plan, device.ordinal());
   ArgumentStore args = plan->arguments;
   return std::make_unique<StreamsExecutable>(std::move(plan), device, options.max_streams,
-                                             options.profile, options.programmatic_edges,
+                                             options.profile_every, options.programmatic_edges,
                                              std::move(stats), std::move(args));
 }
 

@@ -31,7 +31,7 @@ expect_error lambda.cu 'parallel_for functors are copied byte-wise' --extended-l
 expect_error device_lambda.cu 'no matching function for call to' --extended-lambda
 
 # [readme:nvcc]
-nvcc -std=c++20 -cudart=shared -arch=sm_$gpu_arch app.cu -I"$prefix/include" -L"$libdir" -lcmdgraph -o app
+nvcc -std=c++20 -cudart=shared -arch=sm_$gpu_arch app.cu -I"$prefix/include" -L"$libdir" -lcmdgraph -lcupti -o app
 # [/readme]
 output_matches 'NEEDED.*libcudart\.so' readelf -d app || { echo "app: no libcudart.so"; exit 1; }
 if output_matches '\bcudaLaunchKernel\b' nm --defined-only app; then

@@ -1,0 +1,269 @@
+// What profiling costs on the GPU: a graph replayed unprofiled, in event mode, in CUPTI mode
+// (every launch, and one launch in 100), against a raw CUDA graph of the same shape and a
+// CUPTI probe written by hand (concurrent-kernel activity on a replayed raw graph, records read
+// through buffer callbacks), in the same process. Shapes: a chain of 1,000 kernels and 8
+// independent chains of 125, empty or spinning ~10 us. Trials alternate; medians; ratios.
+//
+// cmdgraph's phase runs first, then the probe's: CUPTI has one set of buffer callbacks per
+// process, and the probe registering its own takes them from cmdgraph's session for good.
+#include "bench_support.cuh"
+
+#include <cmdgraph/cmdgraph.hpp>
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace cmdgraph;
+
+#define BENCH_CUPTI(call)                                                                 \
+  do {                                                                                    \
+    const CUptiResult status_ = (call);                                                   \
+    if (status_ != CUPTI_SUCCESS) {                                                       \
+      const char* what_ = nullptr;                                                        \
+      cuptiGetResultString(status_, &what_);                                              \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, what_);         \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+namespace {
+
+constexpr long long cycles_per_us = 1'980;  // H200 at its top clock
+
+__global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+struct Shape {
+  std::string name;
+  int chains;
+  int length;
+  long long cycles;  // 0: empty kernels
+  int launches;      // per trial and mode
+  int kernels() const { return chains * length; }
+};
+
+const Shape shapes[] = {
+    {"chain of 1,000 empty", 1, 1000, 0, 50},
+    {"8 x 125 empty", 8, 125, 0, 50},
+    {"chain of 1,000 x 10 us", 1, 1000, 10 * cycles_per_us, 10},
+    {"8 x 125 x 10 us", 8, 125, 10 * cycles_per_us, 20},
+};
+constexpr int trials = 11;
+constexpr unsigned every = 100;
+
+cudaGraph_t raw_graph(const Shape& s) {
+  static long long cycles = 0;
+  cycles = s.cycles;
+  cudaGraph_t g;
+  BENCH_CUDA(cudaGraphCreate(&g, 0));
+  void* args[] = {&cycles};
+  const cudaKernelNodeParams p = bench::one_thread_node(&spin, args);
+  for (int c = 0; c < s.chains; ++c) {
+    cudaGraphNode_t prev = nullptr;
+    for (int i = 0; i < s.length; ++i) {
+      cudaGraphNode_t n;
+      BENCH_CUDA(cudaGraphAddKernelNode(&n, g, prev ? &prev : nullptr, prev ? 1 : 0, &p));
+      prev = n;
+    }
+  }
+  return g;
+}
+
+cudaGraphExec_t instantiate(cudaGraph_t g) {
+  cudaGraphExec_t exec;
+  BENCH_CUDA(cudaGraphInstantiate(&exec, g, 0));
+  return exec;
+}
+
+CommandBuffer recorded(const Shape& s) {
+  CommandBuffer cmd(s.name);
+  for (int c = 0; c < s.chains; ++c) {
+    Command prev;
+    for (int i = 0; i < s.length; ++i) {
+      auto k = cmd.launch(&spin, LaunchConfig{{1}, {1}}, s.cycles);
+      if (i) k.after(prev);
+      prev = k;
+    }
+  }
+  return cmd;
+}
+
+void launch_raw(cudaGraphExec_t exec, cudaStream_t stream) {
+  BENCH_CUDA(cudaGraphLaunch(exec, stream));
+}
+
+// Medians of each mode's device time per launch, in microseconds.
+using Medians = std::map<std::string, double>;
+std::map<std::string, Medians> results;  // per shape
+
+double per_launch(cudaStream_t stream, int launches, const std::function<void()>& one) {
+  return bench::device_us(stream, [&] {
+           for (int i = 0; i < launches; ++i) one();
+         }) / launches;
+}
+
+// What both phases measure on: a queue, its stream, and the raw graph of a shape.
+struct Stage {
+  explicit Stage(const Shape& s) : q(gpu), stream(q.native_handle()), g(raw_graph(s)),
+                                   raw(instantiate(g)) {}
+  ~Stage() {
+    BENCH_CUDA(cudaGraphExecDestroy(raw));
+    BENCH_CUDA(cudaGraphDestroy(g));
+  }
+  Device gpu = Device::cuda(0);
+  Queue q;
+  cudaStream_t stream;
+  cudaGraph_t g;
+  cudaGraphExec_t raw;
+};
+
+// cmdgraph's phase: raw graph, unprofiled, events, CUPTI every launch, CUPTI one in 100.
+void ours(const Shape& s) {
+  Stage stage(s);
+  const Device gpu = stage.gpu;
+  Queue& q = stage.q;
+  cudaStream_t stream = stage.stream;
+  cudaGraphExec_t raw = stage.raw;
+  CommandBuffer cmd = recorded(s);
+  Executable plain = compile(cmd, gpu, {.backend = Backend::cuda_graph});
+  Executable events = compile(cmd, gpu, {.backend = Backend::cuda_graph,
+                                         .profile = ProfileMode::events});
+  Executable sampled = compile(cmd, gpu, {.backend = Backend::cuda_graph,
+                                          .profile = ProfileMode::cupti, .profile_every = every});
+  std::map<std::string, std::vector<double>> t;
+  for (int trial = 0; trial <= trials; ++trial) {  // trial 0 warms up
+    std::map<std::string, double> one;
+    one["raw graph"] = per_launch(stream, s.launches, [&] { launch_raw(raw, stream); });
+    one["unprofiled"] = per_launch(stream, s.launches, [&] { plain.launch(q); });
+    one["events"] = per_launch(stream, s.launches, [&] { events.launch(q); });
+    {
+      // Profiling every launch keeps CUPTI collecting while the executable lives: made and
+      // dropped within the trial, so the other modes run untraced.
+      Executable traced = compile(cmd, gpu, {.backend = Backend::cuda_graph,
+                                             .profile = ProfileMode::cupti});
+      traced.launch(q).wait();  // its upload
+      one["cupti"] = per_launch(stream, s.launches, [&] { traced.launch(q); });
+      q.wait();
+      if (trial == trials) {
+        const Profile p = traced.last_profile();
+        std::printf("  %s: CUPTI profile of launch %llu: %zu commands, %zu without a record, "
+                    "launch %.1f us, launch() %.1f us\n", s.name.c_str(),
+                    static_cast<unsigned long long>(p.launch), p.commands.size(), p.unmeasured,
+                    p.launch_ms * 1000, p.enqueue_end_ms * 1000);
+      }
+    }
+    one["cupti, 1 in 100"] = per_launch(stream, every, [&] { sampled.launch(q); });
+    q.wait();
+    if (trial == 0) continue;
+    for (const auto& [mode, us] : one) t[mode].push_back(us);
+  }
+  const Profile p = sampled.last_profile();
+  std::printf("  %s: sampled profile is launch %llu (%zu without a record)\n", s.name.c_str(),
+              static_cast<unsigned long long>(p.launch), p.unmeasured);
+  for (auto& [mode, v] : t) results[s.name][mode] = bench::median(v);
+}
+
+// ---- The probe: CUPTI by hand ----
+
+std::atomic<std::uint64_t> probe_records{0}, probe_with_node{0};
+
+void CUPTIAPI probe_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* most) {
+  *size = 8u << 20;
+  *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, *size));
+  *most = 0;
+}
+
+void CUPTIAPI probe_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
+                              std::size_t valid) {
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+    ++probe_records;
+    probe_with_node += reinterpret_cast<const CUpti_ActivityKernel10*>(record)->graphNodeId != 0;
+  }
+  std::free(buffer);
+}
+
+void probe(const Shape& s) {
+  Stage stage(s);
+  cudaStream_t stream = stage.stream;
+  cudaGraphExec_t raw = stage.raw;
+  BENCH_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  cudaGraphExec_t traced = instantiate(stage.g);  // instantiated while CUPTI collects
+  BENCH_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  probe_records = probe_with_node = 0;
+  std::vector<double> r, p;
+  for (int trial = 0; trial <= trials; ++trial) {
+    const double ru = per_launch(stream, s.launches, [&] { launch_raw(raw, stream); });
+    BENCH_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    const double pu = per_launch(stream, s.launches, [&] { launch_raw(traced, stream); });
+    BENCH_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    if (trial == 0) continue;
+    r.push_back(ru);
+    p.push_back(pu);
+  }
+  BENCH_CUPTI(cuptiActivityFlushAll(0));
+  std::printf("  %s: probe read %llu kernel records (%llu with a graph node id; %d expected)\n",
+              s.name.c_str(), static_cast<unsigned long long>(probe_records.load()),
+              static_cast<unsigned long long>(probe_with_node.load()),
+              (trials + 1) * s.launches * s.kernels());
+  results[s.name]["raw graph (probe phase)"] = bench::median(r);
+  results[s.name]["raw CUPTI probe"] = bench::median(p);
+  BENCH_CUDA(cudaGraphExecDestroy(traced));
+}
+
+void report(const Shape& s) {
+  Medians& m = results[s.name];
+  if (!m.count("raw CUPTI probe")) m["raw CUPTI probe"] = m["raw graph (probe phase)"] = NAN;
+  const double base = m["unprofiled"];
+  const double probe_ratio = m["raw CUPTI probe"] / m["raw graph (probe phase)"];
+  const bool empty = s.cycles == 0;
+  bench::header(s.name.c_str());
+  bench::row("unprofiled, time per launch", m["raw graph"], base, "us", "<= 1.02x");
+  bench::row("event mode against unprofiled", base, m["events"], "us", "(today's cost)");
+  bench::row("CUPTI mode against unprofiled", base, m["cupti"], "us",
+             empty ? "" : "<= 1.10x");
+  bench::row("raw CUPTI probe against raw graph", m["raw graph (probe phase)"],
+             m["raw CUPTI probe"], "us", "(CUPTI's own cost)");
+  std::printf("%-52s %12.3fx %12.3fx %-5s %7.3fx  %s\n",
+              "CUPTI mode's overhead against the probe's",
+              probe_ratio, m["cupti"] / base, "", (m["cupti"] / base) / probe_ratio,
+              empty ? "<= 1.05x" : "");
+  bench::row("CUPTI mode, 1 launch in 100, against unprofiled", base, m["cupti, 1 in 100"], "us",
+             "<= 1.02x");
+  std::printf("%-52s %+12.3f us (events %+.3f us, probe %+.3f us)\n",
+              "  overhead per command, CUPTI mode", (m["cupti"] - base) / s.kernels(),
+              (m["events"] - base) / s.kernels(),
+              (m["raw CUPTI probe"] - m["raw graph (probe phase)"]) / s.kernels());
+}
+
+}  // namespace
+
+int main() {
+  if (bench::no_gpu("bench_profile")) return 0;
+  std::printf("cmdgraph's phase (raw graph, unprofiled, events, CUPTI, CUPTI 1 in %u)\n", every);
+  for (const Shape& s : shapes) ours(s);
+  std::printf("probe phase (raw graph, raw graph traced by CUPTI concurrent-kernel activity)\n");
+  const CUptiResult registered =
+      cuptiActivityRegisterCallbacks(&probe_requested, &probe_completed);
+  if (registered == CUPTI_SUCCESS) {
+    for (const Shape& s : shapes) probe(s);
+  } else {
+    const char* what = nullptr;
+    cuptiGetResultString(registered, &what);
+    std::printf("  the probe could not register its buffer callbacks (%s): no probe figures\n",
+                what ? what : "?");
+  }
+  for (const Shape& s : shapes) report(s);
+  return 0;
+}

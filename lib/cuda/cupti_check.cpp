@@ -1,0 +1,40 @@
+// The CUPTI door's failure path and its fault injection.
+#include "cuda/cupti_check.hpp"
+#include "cuda/fault_injection.hpp"
+
+#include <cmdgraph/error.hpp>
+
+namespace cmdgraph::detail::cuda {
+
+namespace cupti::injection {
+std::atomic<bool> armed{false};
+CUptiResult next() { return static_cast<CUptiResult>(CuptiFaultInjection::counter().next()); }
+}  // namespace cupti::injection
+
+FaultCounter& CuptiFaultInjection::counter() {
+  static FaultCounter calls(cupti::injection::armed);
+  return calls;
+}
+
+bool CuptiFaultInjection::available() { return true; }
+
+namespace cupti {
+
+std::string describe(CUptiResult result) {
+  const char* name = nullptr;
+  const char* message = nullptr;
+  if (cuptiGetResultString(result, &name) != CUPTI_SUCCESS || !name) name = "CUPTI_ERROR";
+  if (cuptiGetErrorMessage(result, &message) != CUPTI_SUCCESS || !message) {
+    return std::string(name) + " (" + std::to_string(static_cast<int>(result)) + ")";
+  }
+  return std::string(name) + " (" + message + ")";
+}
+
+void fail(CUptiResult result, const char* call, Served served) {
+  std::vector<std::string> commands;
+  const std::string message = failed_call(call, served, commands) + ": " + describe(result);
+  throw Error(errc::cuda_error, message, std::move(commands));
+}
+
+}  // namespace cupti
+}  // namespace cmdgraph::detail::cuda

@@ -1,0 +1,338 @@
+// The CUPTI session: subscribing (once per process), the buffer callbacks, the resource and
+// driver callbacks that log node clones and launch correlation ids, and collection switched
+// on and off by reference count.
+#include "cuda/cupti_session.hpp"
+
+#include "cuda/cupti_check.hpp"
+
+#include <cmdgraph/error.hpp>
+
+#include <cstdlib>
+#include <new>
+
+namespace cmdgraph::detail::cuda::cupti {
+
+// What CUPTI gives the session's callbacks, which are plain functions.
+struct SessionAccess {
+  static void route(Session& s, std::uint32_t correlation, const Record& r) {
+    s.route(correlation, r);
+  }
+  static void open(Session& s, std::uint32_t correlation,
+                   const std::shared_ptr<LaunchRecords>& into) {
+    s.open(correlation, into);
+  }
+  static void dropped(Session& s, std::size_t n) {
+    std::lock_guard lock(s.mutex_);
+    s.lost_.dropped += n;
+  }
+};
+
+namespace {
+
+// Kernels through the concurrent kind, so traced kernels still run side by side.
+constexpr CUpti_ActivityKind collected[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+
+// Large buffers: fewer hand-overs on CUPTI's thread; a chain of 1,000 kernels traced at every
+// launch fills one in about 30 launches.
+constexpr std::size_t buffer_bytes = 8u << 20;
+constexpr std::size_t buffer_align = 8;
+
+Session* the_session = nullptr;           // never destroyed: CUPTI may call back during exit
+std::mutex start_mutex;
+
+thread_local CloneLog* clone_log = nullptr;
+thread_local const std::shared_ptr<LaunchRecords>* window_target = nullptr;
+
+void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* most) {
+  *buffer = static_cast<std::uint8_t*>(
+      ::operator new(buffer_bytes, std::align_val_t(buffer_align), std::nothrow));
+  *size = *buffer ? buffer_bytes : 0;
+  *most = 0;  // as many records as fit
+}
+
+template <class R>
+void route(const CUpti_Activity* activity) {
+  const auto* r = reinterpret_cast<const R*>(activity);
+  if (r->graphNodeId == 0 || !the_session) return;  // not work of a graph
+  SessionAccess::route(*the_session, r->correlationId, {r->graphNodeId, r->start, r->end});
+}
+
+// On CUPTI's thread (or a flushing one). Parsing calls are not counted by the door: fault
+// injection stays deterministic for the threads that arm it.
+void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
+                               std::size_t valid) {
+  CUpti_Activity* activity = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &activity) == CUPTI_SUCCESS) {
+    const CUpti_ActivityKind record_kind = activity->kind;  // CUPTI's, not a command's
+    switch (record_kind) {
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      case CUPTI_ACTIVITY_KIND_KERNEL: route<CUpti_ActivityKernel10>(activity); break;
+      case CUPTI_ACTIVITY_KIND_MEMCPY: route<CUpti_ActivityMemcpy6>(activity); break;
+      case CUPTI_ACTIVITY_KIND_MEMCPY2: route<CUpti_ActivityMemcpyPtoP4>(activity); break;
+      case CUPTI_ACTIVITY_KIND_MEMSET: route<CUpti_ActivityMemset4>(activity); break;
+      default: break;
+    }
+  }
+  std::size_t dropped = 0;
+  if (the_session && cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
+      dropped) {
+    SessionAccess::dropped(*the_session, dropped);
+  }
+  ::operator delete(buffer, std::align_val_t(buffer_align));
+}
+
+void on_clone(const CUpti_GraphData& g) {
+  CloneLog& log = *clone_log;
+  std::uint64_t original = 0, clone = 0;
+  const CUptiResult a =
+      CuptiDoor::try_call([&] { return cuptiGetGraphNodeId(g.originalNode, &original); });
+  const CUptiResult b = a != CUPTI_SUCCESS ? a : CuptiDoor::try_call([&] {
+    return cuptiGetGraphNodeId(g.node, &clone);
+  });
+  if (b != CUPTI_SUCCESS) {
+    if (log.error.empty()) log.error = "cuptiGetGraphNodeId failed: " + describe(b);
+    return;
+  }
+  log.pairs.emplace_back(original, clone);
+}
+
+// Synchronous, on the thread making the CUDA call; must not throw.
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                          const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    if (!clone_log) return;
+    const auto* resource = static_cast<const CUpti_ResourceData*>(data);
+    on_clone(*static_cast<const CUpti_GraphData*>(resource->resourceDescriptor));
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    // cudaGraphLaunch and the cuGraphLaunch it makes: records carry one of their correlation
+    // ids (the driver's, as CUPTI documents it; the runtime's is routed too, to be sure).
+    // At entry, before any of the launch's work can finish and be handed over.
+    const auto* call = static_cast<const CUpti_CallbackData*>(data);
+    if (!window_target || call->callbackSite != CUPTI_API_ENTER || !the_session) return;
+    SessionAccess::open(*the_session, call->correlationId, *window_target);
+  }
+}
+
+// Switches collection of every kind on or off: the first failure, said, or nothing.
+std::string switch_kinds(bool on) {
+  std::string error;
+  for (CUpti_ActivityKind kind : collected) {
+    const CUptiResult r = CuptiDoor::try_call([&] {
+      return on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
+    });
+    if (r != CUPTI_SUCCESS && error.empty()) {
+      error = std::string(on ? "cuptiActivityEnable" : "cuptiActivityDisable") + " failed: " +
+              describe(r);
+    }
+  }
+  return error;
+}
+
+// Subscribes and registers; on failure undoes what it did and says why.
+bool start(std::string& why) {
+  CUpti_SubscriberHandle subscriber = nullptr;
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "cmdgraph";
+  params.oldSubscriberName = holder;
+  params.oldSubscriberSize = sizeof holder - 1;
+  const CUptiResult subscribed =
+      CuptiDoor::try_call([&] {
+        return cuptiSubscribe_v2(&subscriber, &on_callback, nullptr, &params);
+      });
+  if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    why = std::string("another CUPTI client holds CUPTI's one subscriber") +
+          (holder[0] ? std::string(" (") + holder + ")" : std::string()) +
+          ", as Nsight Systems does";
+    return false;
+  }
+  if (subscribed != CUPTI_SUCCESS) {
+    why = "cuptiSubscribe_v2 failed: " + describe(subscribed);
+    return false;
+  }
+  auto step = [&](const char* call, CUptiResult r) {
+    if (r == CUPTI_SUCCESS || !why.empty()) return;
+    why = std::string(call) + " failed: " + describe(r);
+  };
+  step("cuptiActivityRegisterCallbacks", CuptiDoor::try_call([&] {
+         return cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
+       }));
+  step("cuptiEnableCallback", CuptiDoor::try_call([&] {
+         return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                    CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+       }));
+  for (CUpti_CallbackId id :
+       {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz}) {
+    step("cuptiEnableCallback", CuptiDoor::try_call([&] {
+           return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+         }));
+  }
+  for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000}) {
+    step("cuptiEnableCallback", CuptiDoor::try_call([&] {
+           return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+         }));
+  }
+  // Every kind once on and off: a kind CUPTI refuses (another tool, an old device) shows now,
+  // at compile time, rather than at a launch.
+  if (why.empty()) why = switch_kinds(true);
+  const std::string off = switch_kinds(false);
+  if (why.empty()) why = off;
+  if (why.empty()) return true;
+  if (why.find("MULTIPLE_SUBSCRIBERS") != std::string::npos) {
+    why = "another CUPTI client holds CUPTI (" + why + "), as Nsight Systems does";
+  }
+  (void)CuptiDoor::try_call([&] { return cuptiUnsubscribe(subscriber); });
+  return false;
+}
+
+}  // namespace
+
+// ---- LaunchRecords ----
+
+std::vector<Record> LaunchRecords::records() const {
+  std::lock_guard lock(mutex_);
+  return records_;
+}
+
+std::size_t LaunchRecords::size() const {
+  std::lock_guard lock(mutex_);
+  return records_.size();
+}
+
+std::uint32_t LaunchRecords::correlation() const {
+  std::lock_guard lock(mutex_);
+  return correlation_;
+}
+
+std::string LaunchRecords::error() const {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
+// ---- Session ----
+
+Session* Session::acquire(std::string& why) {
+  std::lock_guard lock(start_mutex);
+  if (the_session) return the_session;
+  why.clear();
+  if (!start(why)) return nullptr;
+  the_session = new Session();
+  return the_session;
+}
+
+void Session::route(std::uint32_t correlation, const Record& record) {
+  std::shared_ptr<LaunchRecords> into;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = launches_.rbegin(); it != launches_.rend(); ++it) {
+      if (it->first == correlation) {
+        into = it->second.lock();
+        break;
+      }
+    }
+    if (!into) {
+      ++lost_.unclaimed;
+      return;
+    }
+  }
+  std::lock_guard lock(into->mutex_);
+  into->records_.push_back(record);
+}
+
+void Session::open(std::uint32_t correlation, const std::shared_ptr<LaunchRecords>& into) {
+  {
+    std::lock_guard lock(mutex_);
+    // Launches whose records nobody waits for any more make room (a few live at a time).
+    std::erase_if(launches_, [](const auto& l) { return l.second.expired(); });
+    launches_.emplace_back(correlation, into);
+  }
+  std::lock_guard lock(into->mutex_);
+  if (into->correlation_ == 0) into->correlation_ = correlation;
+}
+
+std::string Session::collect(bool on) {
+  std::lock_guard lock(mutex_);
+  const int before = collecting_;
+  collecting_ += on ? 1 : -1;
+  if ((before == 0) != on) return {};  // already on, or others still collect
+  const std::string error = switch_kinds(on);
+  if (!error.empty() && on) {
+    collecting_ = before;  // not on: the next user tries again
+    (void)switch_kinds(false);
+  }
+  return error;
+}
+
+void Session::flush(bool forced) {
+  CMDGRAPH_CUPTI(no_command, cuptiActivityFlushAll,
+                 forced ? static_cast<std::uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) : 0u);
+}
+
+std::int64_t Session::steady_to_cupti() {
+  // The steady clock read on both sides of CUPTI's: the pair is as close as the calls allow.
+  const auto before = std::chrono::steady_clock::now();
+  std::uint64_t cupti_now = 0;
+  CMDGRAPH_CUPTI(no_command, cuptiGetTimestamp, &cupti_now);
+  const auto after = std::chrono::steady_clock::now();
+  const auto mid = before + (after - before) / 2;
+  const std::int64_t steady_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(mid.time_since_epoch()).count();
+  return static_cast<std::int64_t>(cupti_now) - steady_ns;
+}
+
+Session::Lost Session::lost() const {
+  std::lock_guard lock(mutex_);
+  return lost_;
+}
+
+Session::Collecting::Collecting(Session& session) : session_(session) {
+  error_ = session_.collect(true);
+  counted_ = error_.empty();
+}
+
+Session::Collecting::~Collecting() {
+  if (counted_) (void)session_.collect(false);  // a failed switch-off costs CUPTI's overhead only
+}
+
+Session::Window::Window(Session& session, std::shared_ptr<LaunchRecords> into, bool collect)
+    : into_(std::move(into)) {
+  if (collect) {
+    collecting_ = std::make_unique<Collecting>(session);
+    if (!collecting_->error().empty()) {
+      std::lock_guard lock(into_->mutex_);
+      into_->error_ = collecting_->error();
+      return;  // not traced: no window
+    }
+  }
+  window_target = &into_;
+}
+
+Session::Window::~Window() {
+  if (window_target == &into_) window_target = nullptr;
+}
+
+// ---- CloneLog ----
+
+CloneLog::CloneLog() : previous_(clone_log) { clone_log = this; }
+
+CloneLog::~CloneLog() { clone_log = previous_; }
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> CloneLog::take(Served served) {
+  if (!error.empty()) {
+    const std::string of = served.name.empty() ? "" : " for '" + std::string(served.name) + "'";
+    throw Error(errc::cuda_error, "CUPTI's clone callback failed" + of + ": " + error);
+  }
+  return std::move(pairs);
+}
+
+std::uint64_t node_id(cudaGraphNode_t node, Served served) {
+  std::uint64_t id = 0;
+  CMDGRAPH_CUPTI(served, cuptiGetGraphNodeId, node, &id);
+  return id;
+}
+
+}  // namespace cmdgraph::detail::cuda::cupti

@@ -1,0 +1,143 @@
+// The process's one CUPTI session: its subscriber, the activity buffers CUPTI fills, which
+// launches their records belong to, and which nodes of an instantiated graph were cloned
+// from which of ours. Free of CUPTI's headers: a build without CUPTI links stubs that say
+// CUPTI is missing (cupti_absent.cpp).
+#pragma once
+
+#include "cuda/check.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cmdgraph::detail::cuda::cupti {
+
+/// One activity record of a kernel, copy or fill a graph node ran.
+struct Record {
+  std::uint64_t node = 0;   ///< CUPTI's id of the node (of the instantiated graph) that ran it
+  std::uint64_t start = 0;  ///< nanoseconds on CUPTI's clock
+  std::uint64_t end = 0;
+};
+
+/// The records of one traced graph launch, filled as CUPTI hands its buffers over (on its own
+/// thread or on one that flushes).
+class LaunchRecords {
+ public:
+  /// The records delivered so far.
+  std::vector<Record> records() const;
+  /// How many records were delivered so far.
+  std::size_t size() const;
+  /// The first correlation id CUPTI gave the launch (its cudaGraphLaunch, then the
+  /// cuGraphLaunch that makes; records of either are filed here); 0 when none was seen.
+  std::uint32_t correlation() const;
+  /// Why the launch was not traced (a CUPTI call failed as it was enqueued); empty if it was.
+  std::string error() const;
+
+ private:
+  friend class Session;
+  mutable std::mutex mutex_;
+  std::vector<Record> records_;
+  std::uint32_t correlation_ = 0;
+  std::string error_;
+};
+
+/// The process's CUPTI subscriber (CUPTI allows one per process), shared by every executable
+/// profiled through CUPTI. Started by the first acquire() and kept until the process ends:
+/// CUPTI may hand buffers over during exit.
+class Session {
+ public:
+  /// The session, started on first use; null, with `why` said, when CUPTI cannot be used
+  /// (not in this build, held by another subscriber such as Nsight Systems, a call failed).
+  /// A failed start is tried again by the next call.
+  static Session* acquire(std::string& why);
+
+  /// While any is alive, CUPTI collects kernel, copy and fill records (process-wide: every
+  /// kernel of the process is traced, at CUPTI's cost).
+  class Collecting {
+   public:
+    explicit Collecting(Session& session);
+    ~Collecting();
+    Collecting(const Collecting&) = delete;
+    Collecting& operator=(const Collecting&) = delete;
+    /// Why collection could not be switched on (empty: it is on).
+    const std::string& error() const noexcept { return error_; }
+
+   private:
+    Session& session_;
+    std::string error_;
+    bool counted_ = false;
+  };
+
+  /// While alive, the graph launches this thread makes are traced into `into` (their
+  /// correlation id routes their records there); with `collect`, collection is on meanwhile.
+  /// Never throws: a failed call is kept as `into`'s error.
+  class Window {
+   public:
+    Window(Session& session, std::shared_ptr<LaunchRecords> into, bool collect);
+    ~Window();
+    Window(const Window&) = delete;
+    Window& operator=(const Window&) = delete;
+
+   private:
+    std::shared_ptr<LaunchRecords> into_;
+    std::unique_ptr<Collecting> collecting_;
+  };
+
+  /// Hands every buffer whose records are complete over to the launches they belong to
+  /// (blocking; not for the launch path). `forced`: buffers holding records still open too,
+  /// which CUPTI then never completes. Throws Error on a failed call.
+  void flush(bool forced);
+  /// What to add to a steady_clock time, in nanoseconds since its epoch, to place it on
+  /// CUPTI's clock. Throws Error on a failed call.
+  std::int64_t steady_to_cupti();
+
+  /// Records delivered that belonged to no traced launch, and records CUPTI dropped (its
+  /// buffers were full), since the session started.
+  struct Lost {
+    std::uint64_t unclaimed = 0, dropped = 0;
+  };
+  Lost lost() const;
+
+ private:
+  Session() = default;
+  friend struct SessionAccess;
+  void route(std::uint32_t correlation, const Record& record);
+  void open(std::uint32_t correlation, const std::shared_ptr<LaunchRecords>& into);
+  std::string collect(bool on);
+
+  mutable std::mutex mutex_;
+  std::vector<std::pair<std::uint32_t, std::weak_ptr<LaunchRecords>>> launches_;
+  int collecting_ = 0;
+  Lost lost_;
+};
+
+/// While alive, records which nodes the graph calls of this thread clone (an instantiation
+/// clones every node of the graph): CUPTI's id of each original and of its clone, in order.
+class CloneLog {
+ public:
+  CloneLog();
+  ~CloneLog();
+  CloneLog(const CloneLog&) = delete;
+  CloneLog& operator=(const CloneLog&) = delete;
+  /// The (original, clone) pairs so far; throws Error when a call failed in CUPTI's callback.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> take(Served served);
+
+  /// For the callback.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pairs;
+  std::string error;
+
+ private:
+  CloneLog* previous_;
+};
+
+/// CUPTI's id of graph node `node` (the id its activity records carry once it runs). Throws
+/// Error naming `served`.
+std::uint64_t node_id(cudaGraphNode_t node, Served served);
+
+}  // namespace cmdgraph::detail::cuda::cupti

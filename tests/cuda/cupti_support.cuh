@@ -1,0 +1,43 @@
+// What the CUPTI suites share: kernels of known length, compiling in CUPTI mode (or failing the
+// test with the reason), and what CUPTI delivered (last_cupti_report) for failure messages.
+#pragma once
+
+#include "backend/cuda_launch/cupti_timing.hpp"
+#include "cuda/kernels.cuh"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace cmdgraph::testing {
+
+inline constexpr long long cycles_per_us = 1'980;  // H200 at its top clock; longer is fine
+
+inline std::string report() { return cmdgraph::detail::last_cupti_report(); }
+
+/// `cmd` compiled for the graph backend in CUPTI mode, profiling one launch in `every`; fails
+/// the test (with the reason) when CUPTI is not what times it.
+inline Executable traced(CommandBuffer& cmd, const Device& gpu, unsigned every = 1) {
+  Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true,
+                                      .profile_every = every});
+  REQUIRE_MESSAGE(exe.stats().profile_mode == ProfileMode::cupti,
+                  "not CUPTI: " << exe.stats().profile_reason);
+  return exe;
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// The command named `name` in `p`, or null.
+inline const CommandTiming* find(const Profile& p, const std::string& name) {
+  for (const CommandTiming& c : p.commands) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace cmdgraph::testing

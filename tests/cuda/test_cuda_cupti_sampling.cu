@@ -1,0 +1,192 @@
+// CUPTI profile mode, sampled and refused: one launch in N is profiled, exactly (CUPTI and
+// events, both CUDA backends); a launch CUPTI could not trace says so; without CUPTI (failed
+// calls, another subscriber in a process of its own) profiles fall back to events and stats()
+// says why.
+#include "cuda/cupti_support.cuh"
+#include "cuda/fault_injection.hpp"
+#include "support/expect_error.hpp"
+
+#include <cupti.h>
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+using namespace cmdgraph;
+using namespace cmdgraph::testing;
+using cmdgraph::detail::cuda::CuptiFaultInjection;
+
+// profile_every = 3 in CUPTI mode: launches 0, 3, 6, 9 are traced and the profile read after
+// any launch is the latest of those. Launch i spins (i + 1) x 10 us, so a profile of another
+// launch would show it; between profiled launches, reading again gives the same launch.
+TEST_CASE("cuda.cupti.sampling_profiles_one_launch_in_n" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  CommandBuffer cmd("sampled");
+  auto k = cmd.launch(&busy, LaunchConfig{{1}, {32}}, 10 * cycles_per_us).named("k");
+  Executable exe = traced(cmd, gpu, 3);
+  Queue q(gpu);
+  std::vector<std::uint64_t> seen;
+  std::map<std::uint64_t, double> duration;  // per profiled launch
+  for (int i = 0; i < 10; ++i) {
+    exe.update(k, (i + 1) * 10 * cycles_per_us);
+    exe.launch(q).wait();
+    const Profile p = exe.last_profile();
+    INFO("after launch " << i << ": " << report());
+    REQUIRE(p.commands.size() == 1);
+    CHECK(p.unmeasured == 0);
+    seen.push_back(p.launch);
+    const double d = p.commands[0].duration_ms();
+    if (duration.count(p.launch)) {
+      CHECK(d == duration[p.launch]);  // the same launch's records, not a later one's
+    }
+    duration[p.launch] = d;
+  }
+  CHECK(seen == std::vector<std::uint64_t>{0, 0, 0, 3, 3, 3, 6, 6, 6, 9});
+  // Launch i spun (i + 1) x 10 us: 10, 40, 70 and 100 us.
+  INFO("durations: " << duration[0] << ' ' << duration[3] << ' ' << duration[6] << ' '
+                     << duration[9]);
+  CHECK(duration[3] > 2.5 * duration[0]);
+  CHECK(duration[6] > 1.4 * duration[3]);
+  CHECK(duration[9] > 1.2 * duration[6]);
+}
+
+// The same exactness with events, on both CUDA backends (the graph keeps an instantiation
+// without event nodes for the launches it does not profile).
+TEST_CASE("cuda.profile.sampling_with_events_on_every_backend" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    CommandBuffer cmd("sampled");
+    auto k = cmd.launch(&busy, LaunchConfig{{1}, {32}}, 10 * cycles_per_us).named("k");
+    Executable exe = compile(cmd, gpu, {.backend = backend, .profile = ProfileMode::events,
+                                        .profile_every = 3});
+    CHECK(exe.stats().profile_mode == ProfileMode::events);
+    Queue q(gpu), other(gpu);
+    std::vector<std::uint64_t> seen;
+    std::map<std::uint64_t, double> duration;
+    for (int i = 0; i < 10; ++i) {
+      exe.update(k, (i + 1) * 10 * cycles_per_us);
+      exe.launch(i % 2 ? q : other).wait();  // across queues too
+      const Profile p = exe.last_profile();
+      seen.push_back(p.launch);
+      duration[p.launch] = p.commands.at(0).duration_ms();
+    }
+    CHECK(seen == std::vector<std::uint64_t>{0, 0, 0, 3, 3, 3, 6, 6, 6, 9});
+    CHECK(duration[3] > 2.5 * duration[0]);
+    CHECK(duration[9] > 1.2 * duration[6]);
+  }
+}
+
+// CUPTI made unavailable through its door: compile() falls back to events and says why, and
+// the profile is complete; asked for explicitly, CUPTI's absence is an error.
+TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> d(gpu, 1);
+  auto record = [&] {
+    CommandBuffer cmd("fallback");
+    auto a = cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data()).named("a");
+    cmd.fill(d, 0, 1).after(a).named("b");
+    return cmd;
+  };
+  for (int failing = 1; failing <= 3; ++failing) {
+    CAPTURE(failing);
+    CommandBuffer cmd = record();
+    CuptiFaultInjection::counter().fail_call(failing,
+                                             CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
+    const std::uint64_t calls = CuptiFaultInjection::counter().calls();
+    CuptiFaultInjection::counter().disarm();
+    if (calls < static_cast<std::uint64_t>(failing)) break;  // compile made fewer calls
+    CHECK(exe.stats().profile_mode == ProfileMode::events);
+    CHECK(exe.stats().profile_reason.find("CUPTI") != std::string::npos);
+    MESSAGE("call " << failing << " failing: " << exe.stats().profile_reason);
+    Queue q(gpu);
+    exe.launch(q).wait();
+    const Profile p = exe.last_profile();
+    CHECK(p.timing == "events");
+    CHECK(p.commands.size() == 2);
+  }
+  CommandBuffer cmd = record();
+  CuptiFaultInjection::counter().fail_call(1, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  auto e = CMDGRAPH_EXPECT_ERROR(
+      compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = ProfileMode::cupti}),
+      errc::unsupported);
+  CuptiFaultInjection::counter().disarm();
+  REQUIRE(e);
+  CHECK(mentions(*e, "CUPTI"));
+  // The streams backend is timed by events; CUPTI asked for there is refused.
+  CommandBuffer s = record();
+  Executable streams = compile(s, gpu, {.backend = Backend::streams, .profile = true});
+  CHECK(streams.stats().profile_mode == ProfileMode::events);
+  CommandBuffer s2 = record();
+  CMDGRAPH_EXPECT_ERROR(
+      compile(s2, gpu, {.backend = Backend::streams, .profile = ProfileMode::cupti}),
+      errc::unsupported);
+  // Afterwards CUPTI works again.
+  CommandBuffer again = record();
+  Executable ok = traced(again, gpu);
+  Queue q(gpu);
+  ok.launch(q).wait();
+  CHECK(ok.last_profile().unmeasured == 0);
+}
+
+// A profiled launch CUPTI could not trace (switching collection on failed) still runs;
+// last_profile() then says so, and the next profiled launch is traced again.
+TEST_CASE("cuda.cupti.untraced_launch_is_reported_by_last_profile" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> d(gpu, 1);
+  CommandBuffer cmd("untraced");
+  cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data()).named("a");
+  Executable exe = traced(cmd, gpu, 2);
+  Queue q(gpu);
+  exe.launch(q);
+  exe.launch(q).wait();
+  CHECK(exe.last_profile().launch == 0);
+  CuptiFaultInjection::counter().fail_call(1, CUPTI_ERROR_UNKNOWN);
+  exe.launch(q).wait();  // launch 2, profiled: its CUPTI call fails, the launch runs
+  CuptiFaultInjection::counter().disarm();
+  auto e = CMDGRAPH_EXPECT_ERROR((void)exe.last_profile(), errc::cuda_error);
+  REQUIRE(e);
+  CHECK(mentions(*e, "launch 2"));
+  exe.launch(q);
+  exe.launch(q).wait();
+  const Profile p = exe.last_profile();
+  CHECK(p.launch == 4);
+  CHECK(p.unmeasured == 0);
+}
+
+namespace {
+void CUPTIAPI ignore_callbacks(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+}  // namespace
+
+// Run in a process of its own by the next test: another CUPTI client subscribes first, as
+// Nsight Systems would; cmdgraph then times with events and names the reason.
+TEST_CASE("cuda.cupti.child_another_subscriber" * doctest::timeout(60)) {
+  if (!std::getenv("CMDGRAPH_TEST_CUPTI_CHILD")) return;  // only in its own process
+  CUpti_SubscriberHandle other = nullptr;
+  REQUIRE(cuptiSubscribe(&other, &ignore_callbacks, nullptr) == CUPTI_SUCCESS);
+  const Device gpu = Device::cuda(0);
+  Buffer<int> d(gpu, 1);
+  CommandBuffer cmd("second");
+  cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data()).named("a");
+  Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
+  MESSAGE("stats say: " << exe.stats().profile_reason);
+  CHECK(exe.stats().profile_mode == ProfileMode::events);
+  CHECK(exe.stats().profile_reason.find("another CUPTI client") != std::string::npos);
+  Queue q(gpu);
+  exe.launch(q).wait();
+  CHECK(exe.last_profile().timing == "events");
+  CHECK(cuptiUnsubscribe(other) == CUPTI_SUCCESS);
+}
+
+TEST_CASE("cuda.cupti.another_subscriber_means_events" * doctest::timeout(120)) {
+  if (std::getenv("CMDGRAPH_TEST_CUPTI_CHILD")) return;
+  const std::string command = "CMDGRAPH_TEST_CUPTI_CHILD=1 /proc/" + std::to_string(getpid()) +
+                              "/exe --test-case=cuda.cupti.child_another_subscriber --success=0";
+  const int status = std::system(command.c_str());
+  CHECK_MESSAGE(status == 0, "the child process (" << command << ") ended with " << status);
+}
