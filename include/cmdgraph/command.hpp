@@ -61,8 +61,8 @@ enum class EdgeKind : unsigned char {
   /// finished and their writes are visible. A parent may call
   /// cudaTriggerProgrammaticLaunchCompletion() to let its children launch earlier still. Joins
   /// two kernels (launch, or parallel_for, whose kernel synchronises first); on the host
-  /// backend, in profile mode and under CompileOptions::programmatic_edges = false it is a
-  /// full edge.
+  /// backend, when profiled with timed events (ProfileMode::events) and under
+  /// CompileOptions::programmatic_edges = false it is a full edge.
   programmatic,
 };
 
