@@ -41,6 +41,10 @@ cudaGraphNode_t add_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> dep
                          Served served);
 /// Makes `node` of `exec` do `spec` from the next launch on (kernel, copy and fill nodes).
 void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served served);
+/// Makes child graph node `node` of `exec` run `child` (same topology as its graph) from the
+/// next launch on.
+void set_child_graph(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraph_t child,
+                     Served served);
 /// A handle for the conditional nodes of `graph`, starting at 0 before every launch.
 cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served);
 

@@ -76,8 +76,13 @@ class GraphExecutable final : public CudaExecutable {
 
   void apply_update(std::uint32_t c) override {
     const cuda::ScopedDevice on(ordinal());
-    GraphBuilder::update_node(plan(), c, args_, ordinal(), current_.exec.get(),
-                              current_.built.nodes[c]);
+    cuda::Graph captured = GraphBuilder::update_node(plan(), c, args_, ordinal(),
+                                                     current_.exec.get(), current_.built.nodes[c]);
+    if (captured) {
+      // Launches in flight still run the graph captured before.
+      cuda::Graph& kept = current_.built.collectives[{&plan(), c}];
+      retire(std::make_shared<cuda::Graph>(std::exchange(kept, std::move(captured))));
+    }
   }
 
  private:
@@ -117,10 +122,11 @@ class GraphExecutable final : public CudaExecutable {
       old->callbacks = std::exchange(current_.built.callbacks, std::move(fresh.callbacks));
       old->events = std::exchange(current_.built.events, std::move(fresh.events));
       old->launch_start = std::exchange(current_.built.launch_start, std::move(fresh.launch_start));
+      old->collectives = std::exchange(current_.built.collectives, std::move(fresh.collectives));
       current_.built.points = std::move(fresh.points);
       retire(std::move(old));
       args_ = std::move(args);
-      replace_plan(std::move(plan));
+      replace_plan_after_launches(std::move(plan));
       return {};
     }
     why = "CUDA refused the update (" + why + ")";
@@ -139,7 +145,7 @@ class GraphExecutable final : public CudaExecutable {
     retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))));
     start_context(current_.context);  // the fresh instance counts its own launches
     args_ = std::move(args);
-    replace_plan(std::move(plan));
+    replace_plan_after_launches(std::move(plan));
     return {true, std::move(why)};
   }
 

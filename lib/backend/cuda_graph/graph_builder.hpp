@@ -1,7 +1,7 @@
 // GraphBuilder: a plan as a cudaGraph_t, one node per command (each kind's node comes from
 // cuda_commands), edges from the plan's transitive reduction. Bodies of executed buffers become
-// child graphs, captures child graphs of what they enqueued, loops conditional WHILE nodes;
-// profiling adds timed event nodes around every command.
+// child graphs, captures and collectives child graphs of what they enqueued, loops conditional
+// WHILE nodes; profiling adds timed event nodes around every command.
 #pragma once
 
 #include "backend/cuda_commands/cuda_commands.hpp"
@@ -41,6 +41,9 @@ struct BuiltGraph {
   cuda::Event launch_start;
   std::vector<cuda::Event> events;
   std::vector<ProfilePoint> points;
+  // What stream capture made of each collective, kept as long as the instantiation may run
+  // it: NCCL ties the resources of a captured operation to the captured graph.
+  std::map<std::pair<const Plan*, std::uint32_t>, cuda::Graph> collectives;
 
   /// How errors name the command behind `node` (empty when it is none of ours).
   std::string name_of(cudaGraphNode_t node) const;
@@ -63,8 +66,10 @@ class GraphBuilder {
   /// The graph of `plan` with the values of `args` (the executable's own store).
   BuiltGraph build(const Plan& plan, const ArgumentStore& args);
   /// Makes node `node` of `exec` take root command `c`'s values in `args` (an updatable kind).
-  static void update_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
-                          int device, cudaGraphExec_t exec, cudaGraphNode_t node);
+  /// For a collective, returns the graph captured anew, which must live as long as `exec` may
+  /// run it; null for other kinds.
+  static cuda::Graph update_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
+                                 int device, cudaGraphExec_t exec, cudaGraphNode_t node);
 
  private:
   class Site;
@@ -83,6 +88,7 @@ class GraphBuilder {
                                   const ArgumentStore& args, cudaGraph_t graph,
                                   std::span<const cudaGraphNode_t> deps);
   cuda::Graph capture(const Plan& plan, std::uint32_t c);
+  cuda::Stream& capture_stream();
 
   int device_;
   HostErrors* errors_;
