@@ -4,6 +4,9 @@
 #include "cuda/nccl_ops.hpp"
 
 #include <cstdio>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 namespace cmdgraph::detail {
 
@@ -13,7 +16,9 @@ CommunicatorState::CommunicatorState(NativeCommunicator comm, bool owned, int de
       timeout_(timeout) {}
 
 CommunicatorState::~CommunicatorState() {
-  // Every executable that used it has waited for its launches before letting go of it.
+  // Every executable that used it has waited for its launches before letting go of it, and
+  // whatever holds a graph that captured it holds this state too, for longer than the graph:
+  // ncclCommDestroy waits for every such graph to be destroyed.
   if (owned_ && comm_) cuda::nccl::destroy(comm_);
 }
 
@@ -80,11 +85,17 @@ std::optional<CommunicatorFailure> CommunicatorState::check(
 
 void CommunicatorState::abort_locked(CommunicatorFailure failure) noexcept {
   failure_ = std::move(failure);
-  // ncclCommAbort ends the communicator's kernels still running, so the launches waited on
-  // finish, and frees it (a view's too: NCCL offers no way to end the kernels and keep it).
-  cuda::nccl::abort(comm_);
-  comm_ = nullptr;
+  // ncclCommAbort first raises the flag that ends the communicator's kernels, so the launches
+  // waited on finish; then it blocks until every CUDA graph that captured the communicator is
+  // destroyed, and frees it (a view's too: NCCL has no way to end the kernels and keep it).
+  // Those graphs belong to executables that may live on, so it runs on a thread of its own.
+  NativeCommunicator comm = std::exchange(comm_, nullptr);
   failed_.store(true, std::memory_order_release);
+  try {
+    std::thread([comm] { cuda::nccl::abort(comm); }).detach();
+  } catch (const std::system_error&) {
+    cuda::nccl::abort(comm);  // no thread to be had: abort here, waiting for the graphs
+  }
 }
 
 }  // namespace cmdgraph::detail

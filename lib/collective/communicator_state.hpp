@@ -58,7 +58,8 @@ class CommunicatorState {
   std::optional<CommunicatorFailure> failure() const;
   /// Asks NCCL for an asynchronous error; a wait that began at `waiting_since` and has passed
   /// the timeout counts as a failure too. On a failure, aborts the communicator (its kernels
-  /// end, so the work waited on finishes) and returns why; nullopt while it may still finish.
+  /// end, so the work waited on finishes; NCCL frees it on a thread of its own once the last
+  /// graph that captured it is gone) and returns why; nullopt while it may still finish.
   /// Never blocks behind an NCCL call of another thread (it tries again at the next poll).
   std::optional<CommunicatorFailure> check(std::chrono::steady_clock::time_point waiting_since);
 

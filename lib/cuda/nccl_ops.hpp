@@ -54,9 +54,11 @@ CommShape shape_of(ncclComm_t comm);
 ncclResult_t async_error(ncclComm_t comm) noexcept;
 /// NCCL's last error message for `comm`, or empty.
 std::string last_error(ncclComm_t comm) noexcept;
-/// Ends every operation of `comm` still running on the device and frees it. Never throws.
+/// Ends every operation of `comm` still running on the device, then frees it once every CUDA
+/// graph that captured it is destroyed (ncclCommAbort blocks until then). Never throws.
 void abort(ncclComm_t comm) noexcept;
-/// Frees `comm` once its operations finished (ncclCommDestroy). Never throws.
+/// Frees `comm` once its operations finished and every CUDA graph that captured it is
+/// destroyed (ncclCommDestroy blocks until then). Never throws.
 void destroy(ncclComm_t comm) noexcept;
 
 /// Enqueues collective `spec` (not an exchange) of `comm` on `stream`.

@@ -79,9 +79,12 @@ class GraphExecutable final : public CudaExecutable {
     cuda::Graph captured = GraphBuilder::update_node(plan(), c, args_, ordinal(),
                                                      current_.exec.get(), current_.built.nodes[c]);
     if (captured) {
-      // Launches in flight still run the graph captured before.
+      // Launches in flight still run the graph captured before; its communicator outlives it
+      // (the pair's graph is destroyed first).
       cuda::Graph& kept = current_.built.collectives[{&plan(), c}];
-      retire(std::make_shared<cuda::Graph>(std::exchange(kept, std::move(captured))));
+      const auto& comm = std::get<CollectivePayload>(plan().payload(c)).comm;
+      retire(std::make_shared<std::pair<std::shared_ptr<CommunicatorState>, cuda::Graph>>(
+          comm, std::exchange(kept, std::move(captured))));
     }
   }
 
@@ -123,6 +126,9 @@ class GraphExecutable final : public CudaExecutable {
       old->events = std::exchange(current_.built.events, std::move(fresh.events));
       old->launch_start = std::exchange(current_.built.launch_start, std::move(fresh.launch_start));
       old->collectives = std::exchange(current_.built.collectives, std::move(fresh.collectives));
+      // The graph instantiated first stays, with what it captured: its communicators stay too.
+      old->communicators = current_.built.communicators;
+      for (const auto& comm : fresh.communicators) current_.built.keep(comm);
       current_.built.points = std::move(fresh.points);
       retire(std::move(old));
       args_ = std::move(args);

@@ -8,6 +8,7 @@
 
 #include <cmdgraph/error.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 
@@ -78,6 +79,12 @@ Captures capture_all(const Plan& plan, int device) {
   return out;
 }
 
+void BuiltGraph::keep(const std::shared_ptr<CommunicatorState>& comm) {
+  if (std::find(communicators.begin(), communicators.end(), comm) == communicators.end()) {
+    communicators.push_back(comm);
+  }
+}
+
 std::string BuiltGraph::name_of(cudaGraphNode_t node) const {
   for (const Origin& o : origins) {
     if (o.node == node) return command_label(*o.plan, o.command, *root);
@@ -129,6 +136,7 @@ class GraphBuilder::Site final : public GraphSite {
   }
   cudaGraphNode_t collective_graph() override {
     const auto& p = std::get<CollectivePayload>(plan_.payload(c_));
+    builder_.out_->keep(p.comm);
     cuda::Graph child = capture_collective(p, args_, builder_.capture_stream().get(), name_);
     const cudaGraphNode_t node = builder_.add_child(graph_, deps_, child.get(), name_);
     builder_.out_->collectives[{&plan_, c_}] = std::move(child);

@@ -33,6 +33,9 @@ struct Captures {
 Captures capture_all(const Plan& plan, int device);
 
 struct BuiltGraph {
+  // The communicators of the collectives captured into it, first so that they outlive every
+  // graph below: NCCL's destruction of a communicator waits for the graphs that captured it.
+  std::vector<std::shared_ptr<CommunicatorState>> communicators;
   cuda::Graph graph;
   std::vector<cudaGraphNode_t> nodes;  // root command -> its node
   HostCallbacks callbacks;             // userData of the host nodes
@@ -44,6 +47,8 @@ struct BuiltGraph {
   // What stream capture made of each collective, kept as long as the instantiation may run
   // it: NCCL ties the resources of a captured operation to the captured graph.
   std::map<std::pair<const Plan*, std::uint32_t>, cuda::Graph> collectives;
+  /// Adds `comm` to `communicators` unless it is there.
+  void keep(const std::shared_ptr<CommunicatorState>& comm);
 
   /// How errors name the command behind `node` (empty when it is none of ours).
   std::string name_of(cudaGraphNode_t node) const;
