@@ -107,16 +107,16 @@ CollectiveSpec collective_spec(CollectiveOp op, const Send& send, const Recv& re
           memory_range(r, r.size())};
 }
 
-/// The spec of a transfer of `count` elements of `memory` to or from rank `peer`.
-template <class Memory>
-TransferSpec transfer_spec(bool sends, int peer, const Memory& memory, std::size_t count) {
+/// The spec of a transfer of `count` elements of `memory` to (`Sends`) or from rank `peer`.
+template <bool Sends, class Memory>
+TransferSpec transfer_spec(int peer, const Memory& memory, std::size_t count) {
   using T = element_of<Memory>;
-  static_assert(sends || !std::is_const_v<T>, "recv_from into const memory");
+  static_assert(Sends || !std::is_const_v<T>, "recv_from into const memory");
   static_assert(CollectiveElement<T>,
                 "NCCL carries 8-, 32- and 64-bit integers, __half, __nv_bfloat16, float and "
                 "double");
   const auto v = to_view(memory);
-  return {sends, peer, ElementTypeOf<std::remove_const_t<T>>::value, count,
+  return {Sends, peer, ElementTypeOf<std::remove_const_t<T>>::value, count,
           memory_range(v, v.size())};
 }
 
