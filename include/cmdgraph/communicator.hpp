@@ -119,12 +119,16 @@ struct PeerTransfer {
 /// communicator's device) to rank `peer`, which receives them with a recv_from() of this rank.
 template <class Memory>
 PeerTransfer send_to(int peer, const Memory& memory, std::size_t count) {
-  return {detail::transfer_spec<true>(peer, memory, count)};
+  PeerTransfer t;
+  t.spec = detail::transfer_spec<true>(peer, memory, count);
+  return t;
 }
 /// Receives `count` elements from rank `peer` into the first `count` elements of `memory`.
 template <class Memory>
 PeerTransfer recv_from(int peer, const Memory& memory, std::size_t count) {
-  return {detail::transfer_spec<false>(peer, memory, count)};
+  PeerTransfer t;
+  t.spec = detail::transfer_spec<false>(peer, memory, count);
+  return t;
 }
 
 /// A collective command over elements of type T (all_reduce, broadcast, reduce, all_gather,

@@ -1,0 +1,400 @@
+// Collectives on one GPU (single-rank communicators): every command and element type on both
+// CUDA backends against host results, ordering around collectives (ticket oracle), updates in
+// place, refusals, a communicator let go while its launch runs, a timeout that aborts the
+// communicator, and every CUDA and NCCL call of a compile-launch-update sequence failed in turn.
+#include "cuda/fault_injection.hpp"
+#include "cuda/handles.hpp"
+#include "cuda/nccl_support.cuh"
+#include "support/expect_error.hpp"
+#include "support/random_dag.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+using namespace cmdgraph;
+using namespace cmdgraph::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+template <class T>
+void every_collective(Backend backend, const Communicator& comm, ReduceOp op) {
+  const Device gpu = comm.device();
+  EveryCollective<T> data(gpu, 1000, 0, 1, op);
+  CommandBuffer cmd("every collective");
+  data.record(cmd, comm);
+  Executable exe = compile(cmd, gpu, {.backend = backend});
+  REQUIRE(exe.backend() == backend);
+  Queue q(gpu);
+  for (int k = 0; k < 3; ++k) exe.launch(q);
+  q.wait();
+  const std::string wrong = data.check(3);
+  CHECK_MESSAGE(wrong.empty(), wrong);
+}
+
+struct Never {
+  __host__ __device__ bool operator()() const { return false; }
+};
+
+// Takes tickets like the ordering oracle's vertices and writes what the collective reads.
+struct Produce {
+  Ticket ticket;
+  float* send;
+  __host__ __device__ void operator()(std::size_t i) const {
+    ticket(i);
+    send[i] = static_cast<float>(i % 29 + 1);
+  }
+};
+// Takes tickets and copies out what the collective wrote.
+struct Consume {
+  Ticket ticket;
+  const float* recv;
+  float* out;
+  __host__ __device__ void operator()(std::size_t i) const {
+    ticket(i);
+    out[i] = recv[i];
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cuda.nccl.every_collective_on_both_backends" * doctest::timeout(300)) {
+  const Communicator comm = single_rank(Device::cuda(0));
+  CHECK(comm.rank() == 0);
+  CHECK(comm.size() == 1);
+  CHECK(comm.device() == Device::cuda(0));
+  CHECK(comm.native_handle() != nullptr);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    SUBCASE("float") { every_collective<float>(backend, comm, ReduceOp::sum); }
+    SUBCASE("double, product") { every_collective<double>(backend, comm, ReduceOp::product); }
+    SUBCASE("int32, min") { every_collective<std::int32_t>(backend, comm, ReduceOp::min); }
+    SUBCASE("int64") { every_collective<std::int64_t>(backend, comm, ReduceOp::sum); }
+    SUBCASE("uint8, max") { every_collective<std::uint8_t>(backend, comm, ReduceOp::max); }
+    SUBCASE("half, average") { every_collective<__half>(backend, comm, ReduceOp::average); }
+  }
+}
+
+TEST_CASE("cuda.nccl.orders_around_collectives" * doctest::timeout(300)) {
+  const Device gpu = Device::cuda(0);
+  const Communicator comm = single_rank(gpu);
+  constexpr std::size_t n = 4096;
+  constexpr std::uint32_t launches = 4;
+  Buffer<float> send(gpu, n), recv(gpu, n), out(gpu, n);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    for (std::uint32_t seed = 1; seed <= 3; ++seed) {
+      CAPTURE(seed);
+      // A random DAG of tickets; vertex 3 produces what the collective reads, vertex 12
+      // consumes what it writes: the collective sits between them, so the oracle checks the
+      // edge 3 -> 12 through it, and `out` shows the collective ran between them every launch
+      // (a fill clears `recv` first).
+      Dag dag = random_dag(DagShape::random, 16, seed);
+      const std::uint32_t producer = 3, consumer = 12;
+      std::vector<std::uint32_t> elements(dag.size, 1);
+      elements[producer] = elements[consumer] = static_cast<std::uint32_t>(n);
+      std::uint32_t per_launch = 0;
+      for (auto e : elements) per_launch += e;
+      DeviceBoard board(gpu, dag.size * launches);
+      const TicketBoard tickets = board.board(static_cast<std::uint32_t>(dag.size), per_launch,
+                                              launches);
+      poison(out.view());
+      CommandBuffer cmd("around");
+      std::vector<Command> c;
+      for (std::uint32_t v = 0; v < dag.size; ++v) {
+        const Ticket t{tickets, v};
+        if (v == producer) {
+          c.push_back(cmd.parallel_for(n, Produce{t, send.data()}));
+        } else if (v == consumer) {
+          c.push_back(cmd.parallel_for(n, Consume{t, recv.data(), out.data()}));
+        } else {
+          c.push_back(cmd.parallel_for(1, t));
+        }
+      }
+      for (const auto& [p, k] : dag.edges) c[k].after(c[p]);
+      auto clear = cmd.fill(recv, 0.0f, n).named("clear");
+      auto sum = cmd.all_reduce(comm, send, recv, n).named("sum").after(c[producer], clear);
+      c[consumer].after(sum);
+      dag.edges.emplace_back(producer, consumer);
+      Executable exe = compile(cmd, gpu, {.backend = backend});
+      Queue q(gpu);
+      for (std::uint32_t k = 0; k < launches; ++k) exe.launch(q);
+      q.wait();
+      const std::string wrong = check_order(dag, board.read(), launches, elements);
+      CHECK_MESSAGE(wrong.empty(), wrong);
+      const std::vector<float> got = download(out.view(), n);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (got[i] != static_cast<float>(i % 29 + 1)) {
+          FAIL_CHECK("out[" << i << "] = " << got[i]);
+          break;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda.nccl.update_in_place" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  const Communicator comm = single_rank(gpu);
+  constexpr std::size_t n = 2048;
+  Buffer<float> a(gpu, n), b(gpu, n), c(gpu, n), d(gpu, n);
+  const std::vector<float> from_a = input<float>(n, 1), from_c = input<float>(n, 2);
+  upload(a.view(), from_a);
+  upload(c.view(), from_c);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    poison(b.view());
+    poison(d.view());
+    CommandBuffer cmd("update");
+    auto sum = cmd.all_reduce(comm, a, b, n).named("sum");
+    Executable exe = compile(cmd, gpu, {.backend = backend});
+    Queue q(gpu);
+    exe.launch(q).wait();
+    CHECK(download(b.view(), n) == from_a);
+
+    SUBCASE("new buffers and count through the handle") {
+      poison(b.view());
+      exe.update(sum, c, d, n);
+      exe.launch(q).wait();
+      CHECK(download(d.view(), n) == from_c);
+      CHECK(std::isnan(download(b.view(), 1)[0]));  // the old destination is left alone
+      exe.update(sum, a.subview(0, n / 2), d, n / 2);
+      exe.launch(q).wait();
+      const std::vector<float> got = download(d.view(), n);
+      CHECK(std::equal(got.begin(), got.begin() + n / 2, from_a.begin()));
+      CHECK(std::equal(got.begin() + n / 2, got.end(), from_c.begin() + n / 2));
+    }
+    SUBCASE("a re-recorded buffer") {
+      CommandBuffer again("update");
+      again.all_reduce(comm, c, d, n).named("sum");
+      const UpdateResult r = exe.update(again);
+      CHECK_FALSE(r.reinstantiated);
+      exe.launch(q).wait();
+      CHECK(download(d.view(), n) == from_c);
+    }
+    SUBCASE("bad values are refused and change nothing") {
+      auto e = CMDGRAPH_EXPECT_ERROR(exe.update(sum, a, d.subview(0, 8), n), errc::invalid_argument);
+      REQUIRE(e);
+      CHECK(e->commands() == std::vector<std::string>{"sum"});
+      poison(b.view());
+      exe.launch(q).wait();
+      CHECK(download(b.view(), n) == from_a);
+    }
+  }
+}
+
+TEST_CASE("cuda.nccl.refusals" * doctest::timeout(60)) {
+  const Device gpu = Device::cuda(0);
+  const Communicator comm = single_rank(gpu);
+  Buffer<float> a(gpu, 64), b(gpu, 64);
+  CommandBuffer cmd("refused");
+  auto e = CMDGRAPH_EXPECT_ERROR(cmd.all_reduce(comm, a, b, 65), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(e->commands() == std::vector<std::string>{"collective#0"});
+  CHECK(testing::mentions(*e, "source holds 64 elements (256 bytes), the command needs 65"));
+  e = CMDGRAPH_EXPECT_ERROR(cmd.all_gather(comm, a, b.subview(0, 32), 64), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(testing::mentions(*e, "destination holds 32 elements"));
+  // Memory of a device the communicator's rank is not on (it need not exist to be refused).
+  const View<float> elsewhere(a.data(), 64, MemorySpace::device, gpu.ordinal() + 1);
+  e = CMDGRAPH_EXPECT_ERROR(cmd.all_reduce(comm, elsewhere, b, 64), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(testing::mentions(*e, "memory of cuda:" + std::to_string(gpu.ordinal() + 1)));
+  HostBuffer<float> pinned(64);
+  e = CMDGRAPH_EXPECT_ERROR(cmd.all_reduce(comm, a, pinned, 64), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(testing::mentions(*e, "host memory"));
+  CHECK(cmd.size() == 0);
+
+  cmd.all_reduce(comm, a, b, 64).named("sum");
+  e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()), errc::unsupported);
+  REQUIRE(e);
+  CHECK(e->commands() == std::vector<std::string>{"sum"});
+  // A loop body on CUDA is a conditional node's body graph: no collective there.
+  CommandBuffer body("body"), outer("outer");
+  body.all_reduce(comm, a, b, 64).named("inner");
+  outer.loop_while(body, Never{});
+  e = CMDGRAPH_EXPECT_ERROR(compile(outer, gpu, {.backend = Backend::cuda_graph}),
+                            errc::unsupported);
+  REQUIRE(e);
+  CHECK(e->commands() == std::vector<std::string>{"body/inner"});
+}
+
+TEST_CASE("cuda.nccl.communicator_let_go_while_in_flight" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  constexpr std::size_t n = 1 << 16;
+  Buffer<float> a(gpu, n), b(gpu, n);
+  const std::vector<float> want = input<float>(n, 3);
+  upload(a.view(), want);
+  HostBuffer<int> flag(1);
+  auto release_later = [&] {
+    return std::thread([&] {
+      std::this_thread::sleep_for(50ms);
+      reinterpret_cast<volatile int*>(flag.data())[0] = 1;
+    });
+  };
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    flag[0] = 0;
+    poison(b.view());
+    Queue q(gpu);
+    SUBCASE("the communicator, then the executable") {
+      auto comm = std::make_unique<Communicator>(single_rank(gpu));
+      CommandBuffer cmd("held");
+      auto spin = cmd.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data()).named("hold");
+      cmd.all_reduce(*comm, a, b, n).named("sum").after(spin);
+      Executable exe = compile(cmd, gpu, {.backend = backend});
+      Fence f = exe.launch(q);
+      cmd.reset();   // the recording's hold on the communicator goes too
+      comm.reset();  // the executable still holds it: nothing is destroyed under the GPU
+      std::thread releaser = release_later();
+      f.wait();
+      releaser.join();
+      CHECK(download(b.view(), n) == want);
+      exe.launch(q).wait();  // and it still works
+    }  // the executable goes, then the communicator (ncclCommDestroy) after its graph
+    SUBCASE("both while the launch runs") {
+      Fence f;
+      {
+        Communicator comm = single_rank(gpu);
+        CommandBuffer cmd("held");
+        auto spin = cmd.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data()).named("hold");
+        cmd.all_reduce(comm, a, b, n).named("sum").after(spin);
+        Executable exe = compile(cmd, gpu, {.backend = backend});
+        f = exe.launch(q);
+        std::thread releaser = release_later();
+        releaser.detach();
+      }  // the executable's destructor waits for the launch, then the communicator goes
+      CHECK(f.ready());
+      f.wait();
+      CHECK(download(b.view(), n) == want);
+    }
+  }
+}
+
+TEST_CASE("cuda.nccl.timeout_aborts_the_communicator" * doctest::timeout(120)) {
+  // A launch that cannot finish: a kernel after the collective spins until the communicator
+  // has been aborted (a stand-in, on one GPU, for a collective whose peer never comes). The
+  // wait gives up after the communicator's timeout, aborts it and throws; then the spin ends.
+  const Device gpu = Device::cuda(0);
+  Buffer<float> a(gpu, 256), b(gpu, 256);
+  HostBuffer<int> flag(1);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    for (const bool queue_wait : {false, true}) {
+      CAPTURE(queue_wait);
+      flag[0] = 0;
+      Communicator comm = single_rank(gpu, {.timeout = 200ms});
+      CommandBuffer cmd("stuck");
+      auto sum = cmd.all_reduce(comm, a, b, 256).named("sum");
+      cmd.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data()).named("hold").after(sum);
+      Executable exe = compile(cmd, gpu, {.backend = backend});
+      Queue q(gpu);
+      Fence f = exe.launch(q);
+      std::thread releaser([&] {
+        for (int i = 0; i < 6000 && !comm.aborted(); ++i) std::this_thread::sleep_for(10ms);
+        reinterpret_cast<volatile int*>(flag.data())[0] = 1;
+      });
+      auto e = queue_wait ? CMDGRAPH_EXPECT_ERROR(q.wait(), errc::timeout)
+                          : CMDGRAPH_EXPECT_ERROR(f.wait(), errc::timeout);
+      releaser.join();
+      REQUIRE(e);
+      CHECK(e->commands() == std::vector<std::string>{"sum"});
+      CHECK_MESSAGE(testing::mentions(*e, "did not finish within its timeout of 200 ms"), e->what());
+      CHECK(comm.aborted());
+      CHECK(comm.native_handle() == nullptr);
+      // The fence reports the same failure, whichever wait saw it first.
+      e = CMDGRAPH_EXPECT_ERROR(f.wait(), errc::timeout);
+      // Nothing launches or compiles on an aborted communicator.
+      e = CMDGRAPH_EXPECT_ERROR(exe.launch(q), errc::nccl_error);
+      REQUIRE(e);
+      CHECK(testing::mentions(*e, "cannot launch"));
+      CommandBuffer later("later");
+      later.all_reduce(comm, a, b, 256).named("again");
+      e = CMDGRAPH_EXPECT_ERROR(compile(later, gpu, {.backend = backend}), errc::nccl_error);
+      REQUIRE(e);
+      CHECK(e->commands() == std::vector<std::string>{"again"});
+    }
+  }
+}
+
+namespace {
+
+const std::set<std::string> sweep_names = {"ones", "sum", "swap", "scale"};
+
+struct Double {
+  float* data;
+  __host__ __device__ void operator()(std::size_t i) const { data[i] *= 2.0f; }
+};
+
+// Record, compile, launch twice, update the all_reduce's count, launch, destroy.
+void collective_sequence(Backend backend, const Communicator& comm, Buffer<float>& a,
+                         Buffer<float>& b, Buffer<float>& c) {
+  const Device gpu = comm.device();
+  const std::size_t n = a.size();
+  CommandBuffer cmd("collectives");
+  auto ones = cmd.fill(a, 1.0f, n).named("ones");
+  auto sum = cmd.all_reduce(comm, a, b, n).named("sum").after(ones);
+  auto swap = cmd.exchange(comm, {send_to(0, b, n), recv_from(0, c, n)}).named("swap");
+  cmd.parallel_for(n, Double{c.data()}).named("scale").after(swap);
+  Executable exe = compile(cmd, gpu, {.backend = backend});
+  Queue q(gpu);
+  exe.launch(q);
+  exe.launch(q).wait();
+  exe.update(sum, a, b, n / 2);
+  exe.launch(q).wait();
+  q.wait();
+}
+
+}  // namespace
+
+TEST_CASE("cuda.nccl.every_call_fails_in_turn" * doctest::timeout(600)) {
+  using detail::cuda::FaultInjection;
+  const Device gpu = Device::cuda(0);
+  Buffer<float> a(gpu, 512), b(gpu, 512), c(gpu, 512);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    Communicator comm = single_rank(gpu);
+    collective_sequence(backend, comm, a, b, c);  // warm: first-use costs
+    TEST_CUDA(cudaDeviceSynchronize());
+    const detail::cuda::LiveCounts baseline = detail::cuda::live_counts();
+    FaultInjection::count_calls();
+    collective_sequence(backend, comm, a, b, c);
+    const std::uint64_t total = FaultInjection::calls();
+    FaultInjection::disarm();
+    CHECK(download(c.view(), 1)[0] == 2.0f);
+    REQUIRE(total > 20);
+    std::size_t surfaced = 0, nccl = 0, aborted = 0;
+    for (std::uint64_t k = 1; k <= total; ++k) {
+      CAPTURE(k);
+      FaultInjection::fail_call(k, cudaErrorMemoryAllocation);
+      try {
+        collective_sequence(backend, comm, a, b, c);
+      } catch (const Error& e) {
+        ++surfaced;
+        if (e.code() == errc::nccl_error) ++nccl;
+        // An injected failure of the asynchronous-error poll is a failed peer: the
+        // communicator is aborted, and the launches that wait report it.
+        CHECK_MESSAGE((e.code() == errc::out_of_memory || e.code() == errc::cuda_error ||
+                       e.code() == errc::nccl_error || e.code() == errc::update_refused),
+                      std::string(e.what()));
+        for (const std::string& name : e.commands()) CHECK_MESSAGE(sweep_names.count(name), name);
+      }
+      FaultInjection::disarm();
+      TEST_CUDA(cudaDeviceSynchronize());
+      (void)cudaGetLastError();
+      CHECK(detail::cuda::live_counts() == baseline);
+      if (comm.aborted()) {
+        ++aborted;
+        comm = single_rank(gpu);
+      }
+      // The library works again at once.
+      poison(c.view());
+      collective_sequence(backend, comm, a, b, c);
+      CHECK(download(c.view(), 1)[0] == 2.0f);
+    }
+    MESSAGE(to_string(backend) << ": " << total << " CUDA and NCCL calls, each failed once; "
+                               << surfaced << " surfaced as errors (" << nccl << " NCCL errors, "
+                               << aborted << " aborted the communicator)");
+    CHECK(nccl > 0);
+    CHECK(surfaced > total / 2);
+  }
+}
