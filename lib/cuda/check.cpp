@@ -8,6 +8,7 @@ namespace cmdgraph::detail::cuda {
 
 namespace injection {
 std::atomic<bool> armed{false};
+std::atomic<int> async_failure{0};
 namespace {
 std::atomic<std::uint64_t> counted{0};
 std::atomic<std::uint64_t> fail_at{0};  // 0: never
@@ -37,6 +38,8 @@ void FaultInjection::disarm() {
 }
 
 std::uint64_t FaultInjection::calls() { return injection::counted.load(); }
+
+void FaultInjection::fail_next_async_poll(int nccl_status) { injection::async_failure = nccl_status; }
 
 std::string describe(cudaError_t status) {
   return std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";

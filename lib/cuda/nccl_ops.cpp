@@ -114,6 +114,11 @@ ncclResult_t async_error(ncclComm_t comm) noexcept {
   if (injection::armed.load(std::memory_order_relaxed) && injection::next() != cudaSuccess) {
     return ncclUnhandledCudaError;
   }
+  if (injection::async_failure.load(std::memory_order_relaxed) != 0) {
+    if (const int injected = injection::async_failure.exchange(0)) {
+      return static_cast<ncclResult_t>(injected);
+    }
+  }
   ncclResult_t async = ncclSuccess;
   const ncclResult_t status = ncclCommGetAsyncError(comm, &async);
   return status != ncclSuccess ? status : async;

@@ -1,7 +1,8 @@
 // Collectives on one GPU (single-rank communicators): every command and element type on both
 // CUDA backends against host results, ordering around collectives (ticket oracle), updates in
-// place, refusals, a communicator let go while its launch runs, a timeout that aborts the
-// communicator, and every CUDA and NCCL call of a compile-launch-update sequence failed in turn.
+// place, refusals, a communicator let go while its launch runs, a timeout and a failed peer
+// that abort the communicator, communicators from an id and views, and every CUDA and NCCL call
+// of a compile-launch-update sequence failed in turn.
 #include "cuda/fault_injection.hpp"
 #include "cuda/handles.hpp"
 #include "cuda/nccl_support.cuh"
@@ -9,6 +10,7 @@
 #include "support/random_dag.hpp"
 
 #include <doctest/doctest.h>
+#include <nccl.h>
 
 #include <atomic>
 #include <chrono>
@@ -314,6 +316,91 @@ TEST_CASE("cuda.nccl.timeout_aborts_the_communicator" * doctest::timeout(120)) {
       REQUIRE(e);
       CHECK(e->commands() == std::vector<std::string>{"again"});
     }
+  }
+}
+
+TEST_CASE("cuda.nccl.asynchronous_error_surfaces" * doctest::timeout(120)) {
+  // NCCL reports a failed peer through ncclCommGetAsyncError: fault injection makes the next
+  // poll report one (ncclRemoteError) while a launch is held on the GPU, as a failed peer
+  // would leave it. The wait polls, sees it, aborts the communicator and throws.
+  using detail::cuda::FaultInjection;
+  const Device gpu = Device::cuda(0);
+  Buffer<float> a(gpu, 256), b(gpu, 256);
+  HostBuffer<int> flag(1);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    for (const bool queue_wait : {false, true}) {
+      CAPTURE(queue_wait);
+      flag[0] = 0;
+      Communicator comm = single_rank(gpu);
+      CommandBuffer cmd("failing peer");
+      auto sum = cmd.all_reduce(comm, a, b, 256).named("sum");
+      cmd.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data()).named("hold").after(sum);
+      Executable exe = compile(cmd, gpu, {.backend = backend});
+      Queue q(gpu);
+      Fence f = exe.launch(q);
+      FaultInjection::fail_next_async_poll(ncclRemoteError);
+      std::thread releaser([&] {
+        for (int i = 0; i < 6000 && !comm.aborted(); ++i) std::this_thread::sleep_for(10ms);
+        reinterpret_cast<volatile int*>(flag.data())[0] = 1;
+      });
+      auto e = queue_wait ? CMDGRAPH_EXPECT_ERROR(q.wait(), errc::nccl_error)
+                          : CMDGRAPH_EXPECT_ERROR(f.wait(), errc::nccl_error);
+      releaser.join();
+      FaultInjection::fail_next_async_poll(0);
+      REQUIRE(e);
+      CHECK(e->commands() == std::vector<std::string>{"sum"});
+      CHECK(e->cuda_status() == ncclRemoteError);
+      CHECK_MESSAGE(testing::mentions(*e, "reported an asynchronous error: ncclRemoteError"),
+                    e->what());
+      CHECK(comm.aborted());
+    }
+  }
+}
+
+TEST_CASE("cuda.nccl.communicators_from_an_id_and_views" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  constexpr std::size_t n = 1000;
+  Buffer<float> a(gpu, n), b(gpu, n);
+  const std::vector<float> want = input<float>(n, 5);
+  upload(a.view(), want);
+  auto runs = [&](const Communicator& comm) {
+    poison(b.view());
+    CommandBuffer cmd("sum");
+    cmd.all_reduce(comm, a, b, n);
+    Executable exe = compile(cmd, gpu);
+    Queue q(gpu);
+    exe.launch(q).wait();
+    CHECK(download(b.view(), n) == want);
+  };
+  SUBCASE("one rank of an id") {
+    const Communicator comm(gpu, Communicator::unique_id(), 0, 1);
+    CHECK(comm.rank() == 0);
+    CHECK(comm.size() == 1);
+    runs(comm);
+  }
+  SUBCASE("a view of a communicator the caller owns") {
+    ncclComm_t raw = nullptr;
+    const int device = gpu.ordinal();
+    REQUIRE(ncclCommInitAll(&raw, 1, &device) == ncclSuccess);
+    {
+      const Communicator view = Communicator::view(raw);
+      CHECK(view.native_handle() == raw);
+      CHECK(view.device() == gpu);
+      runs(view);
+    }
+    // The view let go without destroying it: it is the caller's to destroy.
+    CHECK(ncclCommDestroy(raw) == ncclSuccess);
+  }
+  SUBCASE("bad requests") {
+    CHECK(CMDGRAPH_EXPECT_ERROR(Communicator::view(nullptr), errc::invalid_argument).has_value());
+    CHECK(CMDGRAPH_EXPECT_ERROR(Communicator::all(std::span<const Device>()), errc::invalid_argument).has_value());
+    const Device host[] = {Device::host()}, twice[] = {gpu, gpu};
+    CHECK(CMDGRAPH_EXPECT_ERROR(Communicator::all(host), errc::invalid_argument).has_value());
+    CHECK(CMDGRAPH_EXPECT_ERROR(Communicator::all(twice), errc::invalid_argument).has_value());
+    CHECK(CMDGRAPH_EXPECT_ERROR(Communicator(gpu, CommunicatorId{}, 1, 1), errc::invalid_argument).has_value());
+    const Communicator empty;
+    CHECK_FALSE(empty);
+    CHECK(CMDGRAPH_EXPECT_ERROR((void)empty.rank(), errc::invalid_handle).has_value());
   }
 }
 

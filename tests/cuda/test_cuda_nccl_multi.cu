@@ -114,6 +114,36 @@ TEST_CASE("cuda.nccl.multi.update_in_place_on_every_rank" * doctest::timeout(300
   }
 }
 
+TEST_CASE("cuda.nccl.multi.ranks_joining_one_id" * doctest::timeout(300)) {
+  // As separate processes start, one rank per thread here: one id, made once, and every rank
+  // joining it with its own constructor call (each blocks until all have joined).
+  const std::vector<Device> gpus = first_gpus(Device::count());
+  const int ranks = static_cast<int>(gpus.size());
+  const CommunicatorId id = Communicator::unique_id();
+  constexpr std::size_t n = 1000;
+  std::vector<std::string> wrong(ranks);
+  on_every_rank(ranks, [&](int r) {
+    const Communicator comm(gpus[r], id, r, ranks);
+    REQUIRE(comm.rank() == r);
+    REQUIRE(comm.size() == ranks);
+    Buffer<std::int32_t> a(gpus[r], n), b(gpus[r], n);
+    upload(a.view(), input<std::int32_t>(n, r));
+    poison(b.view());
+    CommandBuffer cmd("sum");
+    cmd.all_reduce(comm, a, b, n);
+    Executable exe = compile(cmd, gpus[r]);
+    Queue q(gpus[r]);
+    exe.launch(q).wait();
+    std::vector<double> want(n);
+    for (int k = 0; k < ranks; ++k) {
+      const std::vector<std::int32_t> from = input<std::int32_t>(n, k);
+      for (std::size_t i = 0; i < n; ++i) want[i] += from[i];
+    }
+    wrong[r] = mismatch("all_reduce", values(download(b.view(), n)), want);
+  });
+  for (int r = 0; r < ranks; ++r) CHECK_MESSAGE(wrong[r].empty(), "rank " << r << ": " << wrong[r]);
+}
+
 TEST_CASE("cuda.nccl.multi.compiled_for_another_device" * doctest::timeout(120)) {
   const std::vector<Device> gpus = first_gpus(2);
   std::vector<Communicator> comms = Communicator::all(gpus);
