@@ -39,7 +39,9 @@ void FaultInjection::disarm() {
 
 std::uint64_t FaultInjection::calls() { return injection::counted.load(); }
 
-void FaultInjection::fail_next_async_poll(int nccl_status) { injection::async_failure = nccl_status; }
+void FaultInjection::fail_next_async_poll(int nccl_status) {
+  injection::async_failure = nccl_status;
+}
 
 std::string describe(cudaError_t status) {
   return std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";

@@ -34,7 +34,8 @@ class LaunchErrors {
   /// While a wait that began at `waiting_since` still sees its launches unfinished: an error
   /// when they can no longer finish as they should (it has then ended them, so the stream
   /// drains), else null.
-  virtual std::exception_ptr check_alive(std::chrono::steady_clock::time_point waiting_since) const {
+  virtual std::exception_ptr check_alive(
+      std::chrono::steady_clock::time_point waiting_since) const {
     (void)waiting_since;
     return nullptr;
   }

@@ -55,7 +55,9 @@ double value_of(T v) {
 template <class T>
 std::vector<T> input(std::size_t n, int rank) {
   std::vector<T> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = element<T>(static_cast<long>((i * 7 + rank * 13) % 23 + 1));
+  for (std::size_t i = 0; i < n; ++i) {
+    v[i] = element<T>(static_cast<long>((i * 7 + rank * 13) % 23 + 1));
+  }
   return v;
 }
 
@@ -186,20 +188,17 @@ struct EveryCollective {
     for (int r = 0; r < ranks; ++r) {
       gathered_want.insert(gathered_want.end(), all[r].begin(), all[r].begin() + n);
     }
-    std::string wrong = mismatch("all_reduce", values(download(reduced.view(), n)), reduced_want,
-                                 approximate);
-    if (wrong.empty()) wrong = mismatch("broadcast", values(download(broadcast.view(), n)), broadcast_want);
-    if (wrong.empty() && rank == 0) {
-      wrong = mismatch("reduce", values(download(maxed.view(), n)), max_want);
-    }
+    auto got = [&](const Buffer<T>& b, std::size_t count) {
+      return values(download(b.view(), count));
+    };
+    std::string wrong = mismatch("all_reduce", got(reduced, n), reduced_want, approximate);
+    if (wrong.empty()) wrong = mismatch("broadcast", got(broadcast, n), broadcast_want);
+    if (wrong.empty() && rank == 0) wrong = mismatch("reduce", got(maxed, n), max_want);
+    if (wrong.empty()) wrong = mismatch("all_gather", got(gathered, n * ranks), gathered_want);
+    if (wrong.empty()) wrong = mismatch("reduce_scatter", got(scattered, n), scattered_want);
+    if (wrong.empty()) wrong = mismatch("exchange", got(received, n), received_want);
     if (wrong.empty()) {
-      wrong = mismatch("all_gather", values(download(gathered.view(), n * ranks)), gathered_want);
-    }
-    if (wrong.empty()) wrong = mismatch("reduce_scatter", values(download(scattered.view(), n)), scattered_want);
-    if (wrong.empty()) wrong = mismatch("exchange", values(download(received.view(), n)), received_want);
-    if (wrong.empty()) {
-      wrong = mismatch("in-place all_reduce", values(download(in_place.view(), n)), in_place_want,
-                       approximate);
+      wrong = mismatch("in-place all_reduce", got(in_place, n), in_place_want, approximate);
     }
     return wrong;
   }

@@ -110,7 +110,9 @@ TEST_CASE("cuda.nccl.multi.update_in_place_on_every_rank" * doctest::timeout(300
       }
       wrong[r] = mismatch("updated all_reduce", values(download(d.view(), n)), want);
     });
-    for (int r = 0; r < ranks; ++r) CHECK_MESSAGE(wrong[r].empty(), "rank " << r << ": " << wrong[r]);
+    for (int r = 0; r < ranks; ++r) {
+      CHECK_MESSAGE(wrong[r].empty(), "rank " << r << ": " << wrong[r]);
+    }
   }
 }
 

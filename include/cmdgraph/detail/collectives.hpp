@@ -45,13 +45,19 @@ template <ElementType E>
 struct ElementTypeIs {
   static constexpr ElementType value = E;
 };
-template <> struct ElementTypeOf<char> : ElementTypeIs<std::is_signed_v<char> ? ElementType::int8 : ElementType::uint8> {};
+template <>
+struct ElementTypeOf<char>
+    : ElementTypeIs<std::is_signed_v<char> ? ElementType::int8 : ElementType::uint8> {};
 template <> struct ElementTypeOf<signed char> : ElementTypeIs<ElementType::int8> {};
 template <> struct ElementTypeOf<unsigned char> : ElementTypeIs<ElementType::uint8> {};
 template <> struct ElementTypeOf<int> : ElementTypeIs<ElementType::int32> {};
 template <> struct ElementTypeOf<unsigned> : ElementTypeIs<ElementType::uint32> {};
-template <> struct ElementTypeOf<long> : ElementTypeIs<sizeof(long) == 8 ? ElementType::int64 : ElementType::int32> {};
-template <> struct ElementTypeOf<unsigned long> : ElementTypeIs<sizeof(long) == 8 ? ElementType::uint64 : ElementType::uint32> {};
+template <>
+struct ElementTypeOf<long>
+    : ElementTypeIs<sizeof(long) == 8 ? ElementType::int64 : ElementType::int32> {};
+template <>
+struct ElementTypeOf<unsigned long>
+    : ElementTypeIs<sizeof(long) == 8 ? ElementType::uint64 : ElementType::uint32> {};
 template <> struct ElementTypeOf<long long> : ElementTypeIs<ElementType::int64> {};
 template <> struct ElementTypeOf<unsigned long long> : ElementTypeIs<ElementType::uint64> {};
 template <> struct ElementTypeOf<float> : ElementTypeIs<ElementType::float32> {};

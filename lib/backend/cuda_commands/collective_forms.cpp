@@ -12,7 +12,9 @@ std::vector<MemoryRange> collective_memory(const CollectivePayload& p, const Arg
   const auto& c = args.get<CollectiveSpec>(p.spec);
   if (c.op != CollectiveOp::exchange) return {c.send, c.recv};
   std::vector<MemoryRange> out;
-  for (std::size_t i = 0; i < c.count; ++i) out.push_back(args.get<TransferSpec>(p.transfer(i)).memory);
+  for (std::size_t i = 0; i < c.count; ++i) {
+    out.push_back(args.get<TransferSpec>(p.transfer(i)).memory);
+  }
   return out;
 }
 
@@ -42,7 +44,9 @@ void enqueue_collective(const CollectivePayload& p, const ArgumentStore& args,
   }
   std::vector<TransferSpec> transfers;
   transfers.reserve(c.count);
-  for (std::size_t i = 0; i < c.count; ++i) transfers.push_back(args.get<TransferSpec>(p.transfer(i)));
+  for (std::size_t i = 0; i < c.count; ++i) {
+    transfers.push_back(args.get<TransferSpec>(p.transfer(i)));
+  }
   cuda::nccl::exchange(transfers, use.comm(), stream, served);
 }
 

@@ -56,7 +56,8 @@ struct LaunchContext final : LaunchErrors {
   bool watches_peers() const override { return !peers.empty(); }
   /// Asks each communicator for an asynchronous error, and whether the wait that began at
   /// `waiting_since` has passed its timeout; on either it is aborted (see CommunicatorState).
-  std::exception_ptr check_alive(std::chrono::steady_clock::time_point waiting_since) const override;
+  std::exception_ptr check_alive(
+      std::chrono::steady_clock::time_point waiting_since) const override;
   /// The error of the first communicator that was aborted, naming the collectives using it;
   /// null while all are healthy. Launches that finish after it failed report it.
   std::exception_ptr peer_failure() const;
