@@ -5,6 +5,7 @@
 #include "sync/access.hpp"
 
 #include <cmdgraph/command_buffer.hpp>
+#include <cmdgraph/config.hpp>
 #include <cmdgraph/error.hpp>
 
 #if CMDGRAPH_HAVE_NCCL

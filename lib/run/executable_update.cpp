@@ -6,6 +6,7 @@
 #include "backend/executable_impl.hpp"
 
 #include <cmdgraph/command_buffer.hpp>
+#include <cmdgraph/config.hpp>
 #include <cmdgraph/error.hpp>
 
 #include <chrono>

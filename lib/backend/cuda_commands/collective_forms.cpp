@@ -1,6 +1,7 @@
 // Collectives on a CUDA device: their check, their memory, their NCCL call on a stream.
 #include "backend/cuda_commands/collective_forms.hpp"
 
+#include <cmdgraph/config.hpp>
 #if CMDGRAPH_HAVE_NCCL
 #include "collective/communicator_state.hpp"
 #include "cuda/nccl_ops.hpp"

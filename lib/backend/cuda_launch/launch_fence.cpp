@@ -6,6 +6,7 @@
 #include "cuda/stream_ops.hpp"
 #include "sync/poll.hpp"
 
+#include <cmdgraph/config.hpp>
 #if CMDGRAPH_HAVE_NCCL
 #include "collective/communicator_state.hpp"
 #endif
