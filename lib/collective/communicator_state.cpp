@@ -75,7 +75,7 @@ std::optional<CommunicatorFailure> CommunicatorState::check(
   if (timeout_ != std::chrono::nanoseconds::max() &&
       std::chrono::steady_clock::now() - waiting_since > timeout_) {
     abort_locked({errc::timeout,
-                  "did not finish within its timeout of " + milliseconds(timeout_) +
+                  "left a launch unfinished past its timeout of " + milliseconds(timeout_) +
                       " (a peer that failed or never launched leaves the others waiting)",
                   0});
     return failure_;

@@ -18,7 +18,7 @@ namespace cmdgraph::detail {
 /// Why a communicator was given up: what the waits of the launches that use it throw.
 struct CommunicatorFailure {
   errc code = errc::nccl_error;  // nccl_error (an asynchronous error) or timeout
-  std::string why;               // a sentence fragment: "reported ...", "did not finish ..."
+  std::string why;               // a sentence fragment: "reported ...", "left a launch ..."
   int status = 0;                // the ncclResult_t, for nccl_error
 };
 
