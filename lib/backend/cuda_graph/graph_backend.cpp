@@ -8,6 +8,9 @@
 #include <cmdgraph/error.hpp>
 
 #include <chrono>
+#include <memory>
+#include <utility>
+#include <vector>
 
 namespace cmdgraph::detail {
 namespace {
@@ -79,12 +82,19 @@ class GraphExecutable final : public CudaExecutable {
     cuda::Graph captured = GraphBuilder::update_node(plan(), c, args_, ordinal(),
                                                      current_.exec.get(), current_.built.nodes[c]);
     if (captured) {
-      // Launches in flight still run the graph captured before; its communicator outlives it
-      // (the pair's graph is destroyed first).
+      // Launches in flight may still run what the graph captured before holds; its
+      // communicator outlives it (the pair's graph is destroyed first).
       cuda::Graph& kept = current_.built.collectives[{&plan(), c}];
       const auto& comm = std::get<CollectivePayload>(plan().payload(c)).comm;
-      retire(std::make_shared<std::pair<std::shared_ptr<CommunicatorState>, cuda::Graph>>(
-          comm, std::exchange(kept, std::move(captured))));
+      auto old = std::make_shared<std::pair<std::shared_ptr<CommunicatorState>, cuda::Graph>>(
+          comm, std::exchange(kept, std::move(captured)));
+      try {
+        retire(old);
+      } catch (const Error&) {
+        // The node already runs the new graph: the update stands, and the old graph stays
+        // with the executable instead of the queue.
+        unretired_.push_back(std::move(old));
+      }
     }
   }
 
@@ -157,6 +167,7 @@ class GraphExecutable final : public CudaExecutable {
 
   ArgumentStore args_;
   Instance current_;
+  std::vector<std::shared_ptr<const void>> unretired_;  // what a failed retire() left here
 };
 
 }  // namespace
