@@ -49,18 +49,22 @@ std::string describe(cudaError_t status) {
 
 void clear_error() noexcept { (void)cudaGetLastError(); }
 
-namespace {
-Error to_error(cudaError_t status, const char* call, Served served) {
-  // Clear the sticky last error so later, unrelated calls do not report this one again.
-  clear_error();
+std::string failure_of(const char* call, Served served, std::vector<std::string>& commands) {
   std::string message = std::string(call) + " failed";
-  std::vector<std::string> commands;
   if (!served.name.empty()) {
     message += (served.is_command ? " for command '" : " for executable '") +
                std::string(served.name) + "'";
     if (served.is_command) commands.emplace_back(served.name);
   }
-  message += ": " + describe(status);
+  return message;
+}
+
+namespace {
+Error to_error(cudaError_t status, const char* call, Served served) {
+  // Clear the sticky last error so later, unrelated calls do not report this one again.
+  clear_error();
+  std::vector<std::string> commands;
+  std::string message = failure_of(call, served, commands) + ": " + describe(status);
   const errc code = status == cudaErrorMemoryAllocation ? errc::out_of_memory : errc::cuda_error;
   return Error(code, message, std::move(commands), static_cast<int>(status));
 }

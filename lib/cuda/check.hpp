@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <exception>
+#include <vector>
 
 namespace cmdgraph::detail::cuda {
 
@@ -38,6 +39,9 @@ inline Served for_executable(std::string_view name) {
 /// An Error for `status` without throwing it (for errors reported later, e.g. from a fence).
 std::exception_ptr make_error(cudaError_t status, const char* call, Served served);
 
+/// "CALL failed for command 'NAME'" (or "for executable 'NAME'", or nothing when it served
+/// nothing); adds a command's name to `commands`.
+std::string failure_of(const char* call, Served served, std::vector<std::string>& commands);
 /// "cudaErrorName (description)" for a status.
 std::string describe(cudaError_t status);
 /// Clears CUDA's sticky last error after a failure this layer has already reported.

@@ -68,14 +68,8 @@ std::string last_error(ncclComm_t comm) noexcept {
 void fail(ncclResult_t status, const char* call, Served served, ncclComm_t comm) {
   // NCCL calls CUDA itself; a CUDA failure inside it may leave CUDA's sticky error set.
   clear_error();
-  std::string message = std::string(call) + " failed";
   std::vector<std::string> commands;
-  if (!served.name.empty()) {
-    message += (served.is_command ? " for command '" : " for executable '") +
-               std::string(served.name) + "'";
-    if (served.is_command) commands.emplace_back(served.name);
-  }
-  message += ": " + describe(status);
+  std::string message = failure_of(call, served, commands) + ": " + describe(status);
   if (const std::string detail = last_error(comm); !detail.empty()) message += ": " + detail;
   throw Error(errc::nccl_error, message, std::move(commands), static_cast<int>(status));
 }

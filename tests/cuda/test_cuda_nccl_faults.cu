@@ -18,6 +18,29 @@ using namespace cmdgraph;
 using namespace cmdgraph::testing;
 using namespace std::chrono_literals;
 
+namespace {
+
+// A launch that cannot finish on its own: an all_reduce ("sum") and after it a kernel ("hold")
+// spinning until the host releases `flag` (a stand-in, on one GPU, for a collective whose peer
+// never comes).
+Executable held_after_collective(const Communicator& comm, Backend backend, Buffer<float>& a,
+                                 Buffer<float>& b, int* flag) {
+  CommandBuffer cmd("held");
+  auto sum = cmd.all_reduce(comm, a, b, a.size()).named("sum");
+  cmd.launch(&spin_until, LaunchConfig{{1}, {1}}, flag).named("hold").after(sum);
+  return compile(cmd, comm.device(), {.backend = backend});
+}
+
+// Releases `flag` once `comm` has been aborted (or after a minute, so that nothing hangs).
+std::thread release_when_aborted(const Communicator& comm, int* flag) {
+  return std::thread([&comm, flag] {
+    for (int i = 0; i < 6000 && !comm.aborted(); ++i) std::this_thread::sleep_for(10ms);
+    reinterpret_cast<volatile int*>(flag)[0] = 1;
+  });
+}
+
+}  // namespace
+
 TEST_CASE("cuda.nccl.communicator_let_go_while_in_flight" * doctest::timeout(120)) {
   const Device gpu = Device::cuda(0);
   constexpr std::size_t n = 1 << 16;
@@ -70,9 +93,8 @@ TEST_CASE("cuda.nccl.communicator_let_go_while_in_flight" * doctest::timeout(120
 }
 
 TEST_CASE("cuda.nccl.timeout_aborts_the_communicator" * doctest::timeout(120)) {
-  // A launch that cannot finish: a kernel after the collective spins until the communicator
-  // has been aborted (a stand-in, on one GPU, for a collective whose peer never comes). The
-  // wait gives up after the communicator's timeout, aborts it and throws; then the spin ends.
+  // The wait gives up on a held launch after the communicator's timeout, aborts it and
+  // throws; then the spin ends.
   const Device gpu = Device::cuda(0);
   Buffer<float> a(gpu, 256), b(gpu, 256);
   HostBuffer<int> flag(1);
@@ -81,16 +103,10 @@ TEST_CASE("cuda.nccl.timeout_aborts_the_communicator" * doctest::timeout(120)) {
       CAPTURE(queue_wait);
       flag[0] = 0;
       Communicator comm = single_rank(gpu, {.timeout = 200ms});
-      CommandBuffer cmd("stuck");
-      auto sum = cmd.all_reduce(comm, a, b, 256).named("sum");
-      cmd.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data()).named("hold").after(sum);
-      Executable exe = compile(cmd, gpu, {.backend = backend});
+      Executable exe = held_after_collective(comm, backend, a, b, flag.data());
       Queue q(gpu);
       Fence f = exe.launch(q);
-      std::thread releaser([&] {
-        for (int i = 0; i < 6000 && !comm.aborted(); ++i) std::this_thread::sleep_for(10ms);
-        reinterpret_cast<volatile int*>(flag.data())[0] = 1;
-      });
+      std::thread releaser = release_when_aborted(comm, flag.data());
       auto e = queue_wait ? CMDGRAPH_EXPECT_ERROR(q.wait(), errc::timeout)
                           : CMDGRAPH_EXPECT_ERROR(f.wait(), errc::timeout);
       releaser.join();
@@ -128,17 +144,11 @@ TEST_CASE("cuda.nccl.asynchronous_error_surfaces" * doctest::timeout(120)) {
       CAPTURE(queue_wait);
       flag[0] = 0;
       Communicator comm = single_rank(gpu);
-      CommandBuffer cmd("failing peer");
-      auto sum = cmd.all_reduce(comm, a, b, 256).named("sum");
-      cmd.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data()).named("hold").after(sum);
-      Executable exe = compile(cmd, gpu, {.backend = backend});
+      Executable exe = held_after_collective(comm, backend, a, b, flag.data());
       Queue q(gpu);
       Fence f = exe.launch(q);
       FaultInjection::fail_next_async_poll(ncclRemoteError);
-      std::thread releaser([&] {
-        for (int i = 0; i < 6000 && !comm.aborted(); ++i) std::this_thread::sleep_for(10ms);
-        reinterpret_cast<volatile int*>(flag.data())[0] = 1;
-      });
+      std::thread releaser = release_when_aborted(comm, flag.data());
       auto e = queue_wait ? CMDGRAPH_EXPECT_ERROR(q.wait(), errc::nccl_error)
                           : CMDGRAPH_EXPECT_ERROR(f.wait(), errc::nccl_error);
       releaser.join();
@@ -164,15 +174,9 @@ TEST_CASE("cuda.nccl.timeout_ends_a_destructors_wait" * doctest::timeout(120)) {
     Communicator comm = single_rank(gpu, {.timeout = 200ms});
     Queue q(gpu);
     Fence f;
-    std::thread releaser([&] {
-      for (int i = 0; i < 6000 && !comm.aborted(); ++i) std::this_thread::sleep_for(10ms);
-      reinterpret_cast<volatile int*>(flag.data())[0] = 1;
-    });
+    std::thread releaser = release_when_aborted(comm, flag.data());
     {
-      CommandBuffer cmd("stuck");
-      auto sum = cmd.all_reduce(comm, a, b, 256).named("sum");
-      cmd.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data()).named("hold").after(sum);
-      Executable exe = compile(cmd, gpu, {.backend = backend});
+      Executable exe = held_after_collective(comm, backend, a, b, flag.data());
       f = exe.launch(q);
     }  // returns once the timeout aborted the communicator and the launch drained
     releaser.join();
