@@ -3,6 +3,7 @@
 
 #include <cmdgraph/command.hpp>
 #include <cmdgraph/command_buffer.hpp>
+#include <cmdgraph/config.hpp>
 #include <cmdgraph/device.hpp>
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/event.hpp>
@@ -14,3 +15,6 @@
 #include <cmdgraph/profile.hpp>
 #include <cmdgraph/queue.hpp>
 #include <cmdgraph/semaphore.hpp>
+#if CMDGRAPH_HAVE_NCCL
+#include <cmdgraph/communicator.hpp>
+#endif

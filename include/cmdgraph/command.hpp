@@ -46,6 +46,7 @@ struct LaunchConfig {
 enum class CommandKind : unsigned char {
   kernel, parallel_for, copy, fill, host, event_record, event_wait, nested, capture, barrier,
   loop, if_then,
+  collective,  ///< an NCCL collective or group of peer transfers (builds with NCCL)
 };
 /// The kind's name as the enumerator spells it, e.g. "parallel_for"; never null.
 const char* to_string(CommandKind kind) noexcept;

@@ -31,6 +31,8 @@ enum class errc {
   concurrent_use,    ///< two threads used one command buffer or executable at once
   hazard,            ///< commands that touch the same memory, one writing, with no path
                      ///< between them (CompileOptions::hazards); commands() lists them
+  nccl_error,        ///< an NCCL call failed, or NCCL reported an asynchronous error (a
+                     ///< peer failed); cuda_status() holds its ncclResult_t
 };
 
 /// The error category of errc ("cmdgraph").
@@ -46,7 +48,8 @@ inline std::error_code make_error_code(errc e) noexcept {
 class Error : public std::runtime_error {
  public:
   /// An error with code `code`, what() `message` (a complete sentence), the names of the
-  /// commands involved and the cudaError_t behind it (0 where CUDA is not involved).
+  /// commands involved and the cudaError_t (or ncclResult_t) behind it (0 where CUDA is not
+  /// involved).
   Error(errc code, const std::string& message, std::vector<std::string> commands = {},
         int cuda_status = 0);
 
@@ -56,7 +59,8 @@ class Error : public std::runtime_error {
   std::error_code error_code() const noexcept { return make_error_code(code_); }
   /// Names of the commands involved, in a meaningful order (a cycle lists its path).
   const std::vector<std::string>& commands() const noexcept { return commands_; }
-  /// The cudaError_t value behind a cuda_error, 0 otherwise.
+  /// The cudaError_t value behind a cuda_error, the ncclResult_t behind an nccl_error, 0
+  /// otherwise.
   int cuda_status() const noexcept { return cuda_status_; }
 
  private:

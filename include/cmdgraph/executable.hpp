@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmdgraph/command.hpp>
+#include <cmdgraph/config.hpp>
 #include <cmdgraph/detail/conversions.hpp>
 #include <cmdgraph/detail/specs.hpp>
 #include <cmdgraph/detail/views.hpp>
@@ -9,6 +10,9 @@
 #include <cmdgraph/fence.hpp>
 #include <cmdgraph/profile.hpp>
 #include <cmdgraph/semaphore.hpp>
+#if CMDGRAPH_HAVE_NCCL
+#include <cmdgraph/communicator.hpp>
+#endif
 
 #include <concepts>
 #include <cstddef>
@@ -272,6 +276,22 @@ class Executable {
     }
     update_fill(command.ref(), detail::fill_spec(dst, value, count));
   }
+#if CMDGRAPH_HAVE_NCCL
+  /// New source, destination and count for a collective; its communicator, operation, root
+  /// and element type stay, and the values are checked as when recorded. On the CUDA graph
+  /// backend the collective is captured again and its node takes the new graph
+  /// (cudaGraphExecChildGraphNodeSetParams); when CUDA refuses, this throws
+  /// Error(update_refused) and nothing changes. Capturing an NCCL call is collective: every
+  /// rank updates its executable alike before any of them launches again.
+  template <class T, class Send, class Recv>
+  void update(const CollectiveCommand<T>& command, const Send& send, const Recv& recv,
+              std::size_t count) {
+    static_assert(std::is_same_v<detail::element_of<Recv>, T>, "collective element type changed");
+    update_collective(command.ref(),
+                      detail::collective_spec(detail::CollectiveOp::all_reduce, send, recv, count,
+                                              ReduceOp::sum, -1));
+  }
+#endif
   /// Takes every value of `rerecorded`, a new recording of the same structure (same commands
   /// in the same order, same kernels, same edges), in place: on the CUDA graph backend through
   /// cudaGraphExecUpdate. A different structure throws Error(update_refused) naming the first
@@ -291,6 +311,10 @@ class Executable {
                            const std::size_t* count);
   void update_copy(detail::CommandRef command, const detail::CopySpec& spec);
   void update_fill(detail::CommandRef command, const detail::FillSpec& spec);
+#if CMDGRAPH_HAVE_NCCL
+  /// Takes send, recv and count of `values`.
+  void update_collective(detail::CommandRef command, const detail::CollectiveSpec& values);
+#endif
   /// Throws Error(invalid_argument) naming `command` (or the handle error locating it).
   [[noreturn]] void reject_value(detail::CommandRef command, CommandKind kind,
                                  const detail::Misfit& misfit);

@@ -1,4 +1,5 @@
-// MemoryAccess: how it is described in errors and DOT, and the access copies and fills imply.
+// MemoryAccess: how it is described in errors and DOT, and the access copies, fills and
+// collectives imply.
 #include "command/memory_access.hpp"
 
 #include "command/payloads.hpp"
@@ -55,6 +56,20 @@ void CopyPayload::implied_access(const ArgumentStore& values, std::vector<Memory
 
 void FillPayload::implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const {
   out.push_back(access_of(values.get<FillSpec>(spec).dst, AccessMode::write));
+}
+
+void CollectivePayload::implied_access(const ArgumentStore& values,
+                                       std::vector<MemoryAccess>& out) const {
+  const auto& c = values.get<CollectiveSpec>(spec);
+  if (c.op != CollectiveOp::exchange) {
+    out.push_back(access_of(c.send, AccessMode::read));
+    out.push_back(access_of(c.recv, AccessMode::write));
+    return;
+  }
+  for (std::size_t i = 0; i < c.count; ++i) {
+    const auto& t = values.get<TransferSpec>(transfer(i));
+    out.push_back(access_of(t.memory, t.sends ? AccessMode::read : AccessMode::write));
+  }
 }
 
 void add_implied_access(const Payload& payload, const ArgumentStore& values,

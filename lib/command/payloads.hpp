@@ -7,6 +7,7 @@
 #include "command/argument_store.hpp"
 #include "command/kind_traits.hpp"
 
+#include <cmdgraph/detail/collectives.hpp>
 #include <cmdgraph/detail/specs.hpp>
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 
 namespace cmdgraph::detail {
 
+class CommunicatorState;  // collective/: one rank of an NCCL communicator (builds with NCCL)
 class EventState;  // sync/: what an Event is on its device
 class Recording;   // record/: a sealed secondary buffer or loop body; backends reach its plan
                    // through Plan::body(c), never the recording itself
@@ -128,10 +130,26 @@ struct IfPayload {
   Condition condition;  // checked once, as the command runs
 };
 
+/// An NCCL collective, or a group of sends and receives (exchange), on one rank of a
+/// communicator. Only recorded in builds with NCCL.
+struct CollectivePayload {
+  static constexpr KindTraits traits{.kind = CommandKind::collective, .name = "collective",
+                                     .dot_shape = "hexagon", .runs_device_code = true,
+                                     .updatable = true, .in_device_loop = false};
+  std::shared_ptr<CommunicatorState> comm;  // shared by the recording and every executable
+  ArgumentStore::Slot spec;  // CollectiveSpec; for exchange, spec.count TransferSpecs follow
+  ArgumentStore::Slot transfer(std::size_t i) const noexcept {
+    return spec + 1 + static_cast<ArgumentStore::Slot>(i);
+  }
+  /// Reads its source, writes its destination (each transfer of an exchange likewise).
+  void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
+};
+
 /// Every kind of command, in CommandKind's order.
 using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, FillPayload,
                              HostPayload, EventRecordPayload, EventWaitPayload, NestedPayload,
-                             CapturePayload, BarrierPayload, LoopPayload, IfPayload>;
+                             CapturePayload, BarrierPayload, LoopPayload, IfPayload,
+                             CollectivePayload>;
 
 /// How a command asked to run, beside what it does.
 struct RunHints {

@@ -9,6 +9,7 @@ namespace cmdgraph::detail::cuda {
 
 namespace injection {
 std::atomic<bool> armed{false};
+std::atomic<int> async_failure{0};
 namespace {
 FaultCounter& counter() {
   static FaultCounter calls(armed);
@@ -28,6 +29,10 @@ void FaultInjection::count_calls() { fail_call(0, cudaSuccess); }
 void FaultInjection::disarm() { injection::counter().disarm(); }
 
 std::uint64_t FaultInjection::calls() { return injection::counter().calls(); }
+
+void FaultInjection::fail_next_async_poll(int nccl_status) {
+  injection::async_failure = nccl_status;
+}
 
 std::string describe(cudaError_t status) {
   return std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";
@@ -50,7 +55,7 @@ Error to_error(cudaError_t status, const char* call, Served served) {
   // Clear the sticky last error so later, unrelated calls do not report this one again.
   clear_error();
   std::vector<std::string> commands;
-  const std::string message = failed_call(call, served, commands) + ": " + describe(status);
+  std::string message = failed_call(call, served, commands) + ": " + describe(status);
   const errc code = status == cudaErrorMemoryAllocation ? errc::out_of_memory : errc::cuda_error;
   return Error(code, message, std::move(commands), static_cast<int>(status));
 }

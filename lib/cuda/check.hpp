@@ -52,6 +52,8 @@ namespace injection {
 extern std::atomic<bool> armed;
 /// The error the current call should fail with, or cudaSuccess (counts the call).
 cudaError_t next();
+/// An ncclResult_t the next poll of NCCL's asynchronous errors reports, or 0.
+extern std::atomic<int> async_failure;
 }  // namespace injection
 
 /// A checked door over calls returning `R` (`R{}` is success): its fault injection (`armed`,

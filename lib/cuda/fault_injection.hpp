@@ -1,5 +1,6 @@
-// Test-only control of the checked doors: make the Nth CUDA (or CUPTI) call from now fail with
-// a chosen error, and count calls, so every error path can be exercised without broken hardware.
+// Test-only control of the checked doors: make the Nth CUDA, CUPTI or NCCL call from now fail
+// with a chosen error, count calls, or have NCCL report a failed peer, so every error path can be
+// exercised without broken hardware.
 #pragma once
 
 #include "cuda/fault_counter.hpp"
@@ -20,6 +21,9 @@ class FaultInjection {
   static void disarm();
   /// Calls counted since the last fail_call or count_calls.
   static std::uint64_t calls();
+  /// The next poll of NCCL's asynchronous errors (of any communicator) reports `nccl_status`
+  /// (an ncclResult_t), as when a peer failed; later polls see NCCL's own answer again.
+  static void fail_next_async_poll(int nccl_status);
 };
 
 /// The same for CUPTI's door (cupti_check.hpp), counted apart from CUDA's calls:

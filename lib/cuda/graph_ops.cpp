@@ -91,6 +91,11 @@ cudaGraphNodeType node_type(cudaGraphNode_t node, Served served) {
   return type;
 }
 
+void set_child_graph(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraph_t child,
+                     Served served) {
+  CMDGRAPH_CUDA(served, cudaGraphExecChildGraphNodeSetParams, exec, node, child);
+}
+
 cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served) {
   cudaGraphConditionalHandle handle = 0;
   CMDGRAPH_CUDA(served, cudaGraphConditionalHandleCreate, &handle, graph, 0u, 0u);

@@ -55,6 +55,10 @@ cudaGraph_t embedded_graph(cudaGraphNode_t child, Served served);
 std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t graph, Served served);
 /// What `node` is.
 cudaGraphNodeType node_type(cudaGraphNode_t node, Served served);
+/// Makes child graph node `node` of `exec` run `child` (same topology as its graph) from the
+/// next launch on.
+void set_child_graph(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraph_t child,
+                     Served served);
 /// A handle for the conditional nodes of `graph`, starting at 0 before every launch.
 cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served);
 

@@ -38,6 +38,7 @@ const char* to_string(errc e) noexcept {
     case errc::out_of_memory: return "out of memory";
     case errc::concurrent_use: return "concurrent use";
     case errc::hazard: return "hazard";
+    case errc::nccl_error: return "NCCL error";
   }
   return "unknown";
 }

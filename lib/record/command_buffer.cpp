@@ -1,10 +1,16 @@
 // CommandBuffer: record-time validation of each command, then storage in the Recording.
+// Collectives of one communicator are chained in recording order as they are recorded.
 #include "record/recording.hpp"
 #include "record/validate.hpp"
 #include "sync/access.hpp"
 
 #include <cmdgraph/command_buffer.hpp>
+#include <cmdgraph/config.hpp>
 #include <cmdgraph/error.hpp>
+
+#if CMDGRAPH_HAVE_NCCL
+#include "collective/communicator_state.hpp"
+#endif
 
 namespace cmdgraph {
 namespace {
@@ -181,6 +187,78 @@ void CommandBuffer::reject_value(CommandKind kind, const detail::Misfit& misfit)
                                                              : "the parameter's type, ") +
                                   misfit.type);
 }
+
+#if CMDGRAPH_HAVE_NCCL
+namespace {
+
+// The rank's state behind `comm`; refuses an empty handle, naming the command.
+const std::shared_ptr<detail::CommunicatorState>& rank_of(const Recording& rec,
+                                                          const Communicator& comm) {
+  const auto& state = detail::CommunicatorAccess::state(comm);
+  if (!state) {
+    reject(rec, CommandKind::collective, "empty or moved-from communicator", errc::invalid_handle);
+  }
+  return state;
+}
+
+// Appends a collective of `state` and orders it after the previous one of the same
+// communicator: NCCL runs a communicator's operations in the order each rank issues them, and
+// every rank must issue them in one order.
+detail::CommandRef add_in_order(Recording& rec, std::shared_ptr<detail::CommunicatorState> state,
+                                detail::ArgumentStore::Slot spec) {
+  std::optional<std::uint32_t> previous;
+  for (std::uint32_t i = static_cast<std::uint32_t>(rec.commands().size()); i-- > 0;) {
+    const auto* c = std::get_if<detail::CollectivePayload>(&rec.commands()[i].payload);
+    if (c && c->comm == state) {
+      previous = i;
+      break;
+    }
+  }
+  const detail::CommandRef ref = rec.add(detail::CollectivePayload{std::move(state), spec});
+  if (previous) rec.add_edge(*previous, ref.index);
+  return ref;
+}
+
+}  // namespace
+
+detail::CommandRef CommandBuffer::add_collective(const Communicator& comm,
+                                                 const detail::CollectiveSpec& spec) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  const auto& state = rank_of(rec, comm);
+  detail::CollectiveSpec checked = spec;
+  require(rec, CommandKind::collective,
+          detail::prepare(checked, state->size(), state->rank(), state->device()));
+  return add_in_order(rec, state, rec.arguments().add_value(checked));
+}
+
+Command CommandBuffer::exchange(const Communicator& comm, std::span<const PeerTransfer> transfers) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  const auto& state = rank_of(rec, comm);
+  if (transfers.empty()) reject(rec, CommandKind::collective, "an exchange of no transfers");
+  std::vector<detail::TransferSpec> checked;
+  checked.reserve(transfers.size());
+  for (const PeerTransfer& t : transfers) {
+    checked.push_back(t.spec);
+    const std::string problem = detail::prepare(checked.back(), state->size(), state->device());
+    if (!problem.empty()) {
+      reject(rec, CommandKind::collective,
+             "transfer " + std::to_string(checked.size() - 1) + " (" +
+                 (t.spec.sends ? "send_to " : "recv_from ") + std::to_string(t.spec.peer) +
+                 "): " + problem);
+    }
+  }
+  detail::ArgumentStore& args = rec.arguments();
+  const auto spec = args.add_value(detail::CollectiveSpec{
+      detail::CollectiveOp::exchange, detail::ElementType::uint8, ReduceOp::sum, -1,
+      checked.size(), {}, {}});
+  for (const detail::TransferSpec& t : checked) args.add_value(t);
+  return Command(add_in_order(rec, state, spec));
+}
+#endif
 
 Command CommandBuffer::barrier() {
   Recording& rec = open(rec_);

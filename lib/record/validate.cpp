@@ -1,8 +1,10 @@
-// Value rules for kernels, copies and fills: counts within views (in elements), no overlapping
-// copies, non-zero launch dimensions, fill widths.
+// Value rules for kernels, copies, fills and collectives: counts within views (in elements), no
+// overlapping copies, non-zero launch dimensions, fill widths, collective buffers on the rank's
+// device and as large as the operation needs, roots and peers within the communicator.
 #include "record/validate.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 namespace cmdgraph::detail {
@@ -21,6 +23,30 @@ std::string problem_with(const MemoryRange& r, const char* role) {
 }
 
 bool has_zero(const Dim3& d) { return d.x == 0 || d.y == 0 || d.z == 0; }
+
+// A buffer of a collective: device memory of the rank's device holding `needed` elements,
+// then narrowed to them (what the operation touches, for hazards).
+std::string collective_memory(MemoryRange& r, std::size_t needed, int device, const char* role) {
+  if (r.data == nullptr) return std::string("null ") + role;
+  if (r.space != MemorySpace::device) {
+    return std::string("its ") + role + " is host memory; NCCL reads and writes device memory";
+  }
+  if (r.device != device) {
+    return std::string("its ") + role + " is memory of cuda:" + std::to_string(r.device) +
+           ", but the communicator's rank runs on cuda:" + std::to_string(device);
+  }
+  r.count = needed;
+  if (std::string p = problem_with(r, role); !p.empty()) return p;
+  r.bytes = needed * r.element_size;
+  return {};
+}
+
+// NCCL's in-place forms; any other overlap of source and destination is undefined.
+bool overlaps(const MemoryRange& a, const MemoryRange& b) {
+  const auto x = reinterpret_cast<std::uintptr_t>(a.data);
+  const auto y = reinterpret_cast<std::uintptr_t>(b.data);
+  return x < y + b.bytes && y < x + a.bytes;
+}
 
 }  // namespace
 
@@ -52,6 +78,44 @@ std::string problem_with(const FillSpec& fill) {
     return "fill elements must be 1, 2 or 4 bytes";
   }
   return problem_with(fill.dst, "destination");
+}
+
+std::string prepare(CollectiveSpec& c, int ranks, int rank, int device) {
+  if (c.count == 0) return "zero-size collective";
+  if (c.count > std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(ranks)) {
+    return "count " + std::to_string(c.count) + " times " + std::to_string(ranks) +
+           " ranks overflows size_t";
+  }
+  const bool rooted = c.op == CollectiveOp::broadcast || c.op == CollectiveOp::reduce;
+  if (rooted && (c.root < 0 || c.root >= ranks)) {
+    return "root " + std::to_string(c.root) + " is no rank of a communicator of " +
+           std::to_string(ranks);
+  }
+  const std::size_t all = c.count * static_cast<std::size_t>(ranks);
+  const std::size_t send = c.op == CollectiveOp::reduce_scatter ? all : c.count;
+  const std::size_t recv = c.op == CollectiveOp::all_gather ? all : c.count;
+  std::string p = collective_memory(c.send, send, device, "source");
+  if (p.empty()) p = collective_memory(c.recv, recv, device, "destination");
+  if (!p.empty() || !overlaps(c.send, c.recv)) return p;
+  // In place: the same memory, or this rank's block of the larger buffer.
+  const auto s = reinterpret_cast<std::uintptr_t>(c.send.data);
+  const auto r = reinterpret_cast<std::uintptr_t>(c.recv.data);
+  const std::uintptr_t block = static_cast<std::uintptr_t>(rank) * c.count * c.send.element_size;
+  const bool in_place = c.op == CollectiveOp::all_gather       ? s == r + block
+                        : c.op == CollectiveOp::reduce_scatter ? r == s + block
+                                                               : s == r;
+  if (in_place) return {};
+  return "source and destination overlap without being in place (the same memory, or for "
+         "all_gather and reduce_scatter this rank's block of the larger buffer)";
+}
+
+std::string prepare(TransferSpec& t, int ranks, int device) {
+  if (t.count == 0) return "zero-size transfer";
+  if (t.peer < 0 || t.peer >= ranks) {
+    return "peer " + std::to_string(t.peer) + " is no rank of a communicator of " +
+           std::to_string(ranks);
+  }
+  return collective_memory(t.memory, t.count, device, t.sends ? "source" : "destination");
 }
 
 }  // namespace cmdgraph::detail

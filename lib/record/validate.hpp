@@ -2,6 +2,7 @@
 // what is wrong, or an empty string.
 #pragma once
 
+#include <cmdgraph/detail/collectives.hpp>
 #include <cmdgraph/detail/specs.hpp>
 
 #include <string>
@@ -11,5 +12,10 @@ namespace cmdgraph::detail {
 std::string problem_with(const LaunchConfig& config);
 std::string problem_with(const CopySpec& copy);
 std::string problem_with(const FillSpec& fill);
+/// What is wrong with collective `c` of rank `rank` of `ranks` on CUDA device `device`; when
+/// nothing is, narrows its send and recv ranges to the elements the operation touches.
+std::string prepare(CollectiveSpec& c, int ranks, int rank, int device);
+/// The same for one transfer of an exchange.
+std::string prepare(TransferSpec& t, int ranks, int device);
 
 }  // namespace cmdgraph::detail

@@ -6,9 +6,14 @@
 #include "backend/executable_impl.hpp"
 
 #include <cmdgraph/command_buffer.hpp>
+#include <cmdgraph/config.hpp>
 #include <cmdgraph/error.hpp>
 
 #include <chrono>
+
+#if CMDGRAPH_HAVE_NCCL
+#include "collective/communicator_state.hpp"
+#endif
 
 namespace cmdgraph {
 namespace {
@@ -110,6 +115,43 @@ void Executable::update_fill(detail::CommandRef command, const detail::FillSpec&
   exe.arguments_for_update().assign(fill.spec, &spec);
   exe.apply_update(c);
 }
+
+#if CMDGRAPH_HAVE_NCCL
+void Executable::update_collective(detail::CommandRef command,
+                                   const detail::CollectiveSpec& values) {
+  ExecutableImpl& exe = impl();
+  const ExecutableImpl::Updating updating(exe);
+  const auto [c, collective] = locate<detail::CollectivePayload>(exe, command);
+  detail::ArgumentStore& args = exe.arguments_for_update();
+  const auto before = args.get<detail::CollectiveSpec>(collective.spec);
+  if (before.op == detail::CollectiveOp::exchange) {
+    require(exe, c, "an exchange's transfers change by re-recording its buffer");
+  }
+  detail::CollectiveSpec spec = before;
+  spec.send = values.send;
+  spec.recv = values.recv;
+  spec.count = values.count;
+  const detail::CommunicatorState& comm = *collective.comm;
+  require(exe, c, detail::prepare(spec, comm.size(), comm.rank(), comm.device()));
+  exe.check_memory(c, spec.send);
+  exe.check_memory(c, spec.recv);
+  detail::check_changed_access(exe.plan(), c,
+                               {detail::access_of(spec.send, detail::AccessMode::read),
+                                detail::access_of(spec.recv, detail::AccessMode::write)});
+  args.assign(collective.spec, &spec);
+  try {
+    exe.apply_update(c);
+  } catch (const Error& e) {
+    args.assign(collective.spec, &before);
+    if (e.code() != errc::cuda_error) throw;
+    const std::string name = exe.plan().name(c);
+    throw Error(errc::update_refused,
+                "executable '" + exe.name() + "' cannot take the update of collective '" + name +
+                    "' in place: " + e.what(),
+                {name}, e.cuda_status());
+  }
+}
+#endif
 
 void Executable::reject_value(detail::CommandRef command, CommandKind kind,
                               const detail::Misfit& misfit) {

@@ -134,10 +134,45 @@ void CudaQueue::record_event(const std::shared_ptr<EventState>& event) {
   event->note_recorded();
 }
 
+bool CudaQueue::drain(std::chrono::steady_clock::time_point deadline,
+                      std::exception_ptr& failure, cudaError_t& status) {
+  std::vector<std::shared_ptr<const LaunchErrors>> watched;
+  {
+    std::lock_guard lock(mutex_);
+    for (const LaunchRange& r : unreported_) {
+      if (r.errors->watches_peers()) watched.push_back(r.errors);
+    }
+  }
+  if (watched.empty() && deadline == std::chrono::steady_clock::time_point::max()) {
+    status = cuda::synchronize_stream(stream());
+    return true;
+  }
+  const auto since = std::chrono::steady_clock::now();
+  const bool idle = poll_until(deadline, [&] {
+    if (cuda::query_stream(stream()) != cudaErrorNotReady) return true;
+    for (const auto& w : watched) {
+      if (!failure) failure = w->check_alive(since);
+    }
+    return false;
+  });
+  if (!idle) return false;
+  status = cuda::synchronize_stream(stream());
+  return true;
+}
+
 void CudaQueue::synchronize_quietly() noexcept {
   // Destructors rely on this wait to free nothing under the GPU: one failed call is retried,
-  // so only a broken context (which runs nothing more) ends it early.
-  if (cuda::synchronize_stream(stream()) != cudaSuccess) {
+  // so only a broken context (which runs nothing more) ends it early. Launches that watch
+  // peers are still watched here, so a peer that never comes cannot hang a destructor past
+  // its communicator's timeout.
+  std::exception_ptr ignored;
+  cudaError_t status = cudaSuccess;
+  try {
+    (void)drain(std::chrono::steady_clock::time_point::max(), ignored, status);
+  } catch (...) {
+    status = cuda::synchronize_stream(stream());
+  }
+  if (status != cudaSuccess) {
     cuda::clear_error();
     (void)cuda::synchronize_stream(stream());
     cuda::clear_error();
@@ -160,22 +195,22 @@ std::exception_ptr CudaQueue::take_device_error(int status) {
   return nullptr;
 }
 
-void CudaQueue::wait() {
+bool CudaQueue::wait_until(std::chrono::steady_clock::time_point deadline) {
   const BlockingWait blocking;
-  const cudaError_t status = cuda::synchronize_stream(stream());
-  if (auto e = take_device_error(status)) std::rethrow_exception(e);
+  std::exception_ptr failure;
+  cudaError_t status = cudaSuccess;
+  if (!drain(deadline, failure, status)) return false;
+  const std::exception_ptr e = take_device_error(status);
+  if (failure) std::rethrow_exception(failure);  // a peer's failure explains what followed
+  if (e) std::rethrow_exception(e);
   if (status != cudaSuccess) cuda::fail(status, "cudaStreamSynchronize", cuda::no_command);
+  return true;
 }
 
+void CudaQueue::wait() { wait_until(std::chrono::steady_clock::time_point::max()); }
+
 bool CudaQueue::wait_for(std::chrono::nanoseconds timeout) {
-  const auto deadline = deadline_after(timeout);
-  const BlockingWait blocking;
-  const bool idle = poll_until(deadline, [&] {
-    return cuda::query_stream(stream()) != cudaErrorNotReady;
-  });
-  if (!idle) return false;
-  wait();
-  return true;
+  return wait_until(deadline_after(timeout));
 }
 
 }  // namespace cmdgraph::detail

@@ -9,6 +9,7 @@
 
 #include <cmdgraph/semaphore.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -26,6 +27,18 @@ class LaunchErrors {
   /// synchronizing the stream returned (non-zero after a device fault).
   virtual std::exception_ptr first_error(std::uint64_t first, std::uint64_t last,
                                          int device_status) const = 0;
+  /// True when its launches may wait forever on something outside this process's GPU work
+  /// (collectives waiting for peers): a wait then polls the stream and asks check_alive()
+  /// between polls, instead of blocking.
+  virtual bool watches_peers() const { return false; }
+  /// While a wait that began at `waiting_since` still sees its launches unfinished: an error
+  /// when they can no longer finish as they should (it has then ended them, so the stream
+  /// drains), else null.
+  virtual std::exception_ptr check_alive(
+      std::chrono::steady_clock::time_point waiting_since) const {
+    (void)waiting_since;
+    return nullptr;
+  }
 };
 
 class CudaQueue final : public QueueState {
@@ -78,6 +91,13 @@ class CudaQueue final : public QueueState {
   /// After the stream was synchronized with `status`: settles the pending fence and returns
   /// the first error of the launches since the previous wait, forgetting them.
   std::exception_ptr take_device_error(int status);
+  /// Waits until the stream is idle or `deadline` passes (false then). When launches on it
+  /// watch peers it polls, asking them between polls; the first failure they report is put in
+  /// `failure`, and the wait goes on until the stream drains.
+  bool drain(std::chrono::steady_clock::time_point deadline, std::exception_ptr& failure,
+             cudaError_t& status);
+  /// Waits as wait() does, until `deadline`.
+  bool wait_until(std::chrono::steady_clock::time_point deadline);
   /// Drops what retired work no longer uses. Cheap when nothing is retired.
   void release_finished() noexcept;
 

@@ -2,6 +2,7 @@
 // its stream operation.
 #include "backend/cuda_commands/cuda_commands.hpp"
 
+#include "backend/cuda_commands/collective_forms.hpp"
 #include "cuda/runtime.hpp"
 #include "cuda/stream_ops.hpp"
 #include "error/task_failure.hpp"
@@ -74,6 +75,10 @@ class Check {
   void operator()(const BarrierPayload&) const {}
   void operator()(const LoopPayload& p) const { conditional(p.condition); }
   void operator()(const IfPayload& p) const { conditional(p.condition); }
+  void operator()(const CollectivePayload& p) const {
+    if (const auto refusal = collective_refusal(p, device_)) refuse(refusal->code, refusal->why);
+    for (const MemoryRange& r : collective_memory(p, plan_.arguments)) memory(r, false);
+  }
 
   /// Checks every command of `plan` where `within` says it sits.
   static void all(const Plan& plan, const Plan& root, int device, Within within) {
@@ -249,6 +254,7 @@ struct GraphForm {
   cudaGraphNode_t operator()(const IfPayload& p) const {
     return site.conditional(cudaGraphCondTypeIf, p.condition);
   }
+  cudaGraphNode_t operator()(const CollectivePayload&) const { return site.collective_graph(); }
 };
 
 // ---- Stream operations ----
@@ -300,6 +306,9 @@ struct StreamForm {
   void operator()(const BarrierPayload&) const {}  // ordering only
   void operator()(const LoopPayload&) const {}     // device-decided: refused by streams
   void operator()(const IfPayload&) const {}       // device-decided: refused by streams
+  void operator()(const CollectivePayload& p) const {
+    enqueue_collective(p, site.args, site.stream, site.served);
+  }
 };
 
 }  // namespace

@@ -10,6 +10,9 @@
 
 #include <chrono>
 #include <optional>
+#include <memory>
+#include <utility>
+#include <vector>
 
 namespace cmdgraph::detail {
 namespace {
@@ -119,7 +122,9 @@ class GraphExecutable final : public CudaExecutable {
   void apply_update(std::uint32_t c) override {
     const cuda::ScopedDevice on(ordinal());
     for (Instance* in : instances()) {
-      GraphBuilder::update_node(plan(), c, args_, ordinal(), in->exec.get(), in->built.nodes[c]);
+      cuda::Graph captured = GraphBuilder::update_node(plan(), c, args_, ordinal(),
+                                                       in->exec.get(), in->built.nodes[c]);
+      if (captured) keep_recaptured(*in, c, std::move(captured));
     }
   }
 
@@ -130,6 +135,23 @@ class GraphExecutable final : public CudaExecutable {
   std::vector<Instance*> instances() {
     if (plain_) return {&current_, plain_.get()};
     return {&current_};
+  }
+
+  // A collective of `in` captured again by an update: launches in flight may still run what
+  // the graph captured before holds, and its communicator outlives it (the pair's graph is
+  // destroyed first).
+  void keep_recaptured(Instance& in, std::uint32_t c, cuda::Graph captured) {
+    cuda::Graph& kept = in.built.collectives[{&plan(), c}];
+    const auto& comm = std::get<CollectivePayload>(plan().payload(c)).comm;
+    auto old = std::make_shared<std::pair<std::shared_ptr<CommunicatorState>, cuda::Graph>>(
+        comm, std::exchange(kept, std::move(captured)));
+    try {
+      retire(old);
+    } catch (const Error&) {
+      // The node already runs the new graph: the update stands, and the old graph stays with
+      // the executable instead of the queue.
+      unretired_.push_back(std::move(old));
+    }
   }
 
   void enqueue(CudaQueue& queue, CudaQueue* previous) override {
@@ -228,10 +250,14 @@ class GraphExecutable final : public CudaExecutable {
         now.cupti->map = in->built.cupti->map;
         in->built.cupti = std::move(now.cupti);
       }
+      old->collectives = std::exchange(in->built.collectives, std::move(now.collectives));
+      // The graph instantiated first stays, with what it captured: its communicators stay too.
+      old->communicators = in->built.communicators;
+      for (const auto& comm : now.communicators) in->built.keep(comm);
       retire(std::move(old));
     }
     args_ = std::move(args);
-    replace_plan(std::move(plan));
+    replace_plan_after_launches(std::move(plan));
     return {};
   }
 
@@ -250,7 +276,7 @@ class GraphExecutable final : public CudaExecutable {
     if (plain_) retire(std::shared_ptr<Instance>(std::exchange(plain_, std::move(fresh_plain))));
     start_context(current_.context);  // the fresh instance counts its own launches
     args_ = std::move(args);
-    replace_plan(std::move(plan));
+    replace_plan_after_launches(std::move(plan));
     return {true, std::move(why)};
   }
 
@@ -264,6 +290,7 @@ class GraphExecutable final : public CudaExecutable {
   std::unique_ptr<cuda::cupti::Session::Collecting> collecting_;  // profiling every launch
   cuda::Event sampled_done_;                 // recorded after each traced launch
   std::shared_ptr<CuptiLaunch> last_traced_;
+  std::vector<std::shared_ptr<const void>> unretired_;  // what a failed retire() left here
 };
 
 }  // namespace

@@ -2,11 +2,13 @@
 // (cuda_commands), placed through a Site; child graphs, captures and loops are built here.
 #include "backend/cuda_graph/graph_builder.hpp"
 
+#include "backend/cuda_commands/collective_forms.hpp"
 #include "cuda/graph_ops.hpp"
 #include "error/task_failure.hpp"
 
 #include <cmdgraph/error.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 #include <utility>
@@ -39,6 +41,24 @@ cuda::Graph capture_on(const Plan& plan, std::uint32_t c, const std::string& nam
   return captured;
 }
 
+// What stream capture makes of collective `p` with the values in `args`, enqueued on `stream`.
+// NCCL supports capture; a failure is an error like any other (the backend has no fallback).
+cuda::Graph capture_collective(const CollectivePayload& p, const ArgumentStore& args,
+                               cudaStream_t stream, cuda::Served served) {
+  cuda::begin_capture(stream, served);
+  std::exception_ptr thrown;
+  try {
+    enqueue_collective(p, args, stream, served);
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  cuda::Graph captured;
+  const cudaError_t ended = cuda::end_capture(stream, captured);
+  if (thrown) std::rethrow_exception(thrown);
+  if (ended != cudaSuccess) cuda::fail(ended, "cudaStreamEndCapture", served);
+  return captured;
+}
+
 void capture_in(const Plan& plan, const Plan& root, cudaStream_t stream, Captures& out) {
   for (std::uint32_t c = 0; c < plan.size() && !out.refusal; ++c) {
     if (std::holds_alternative<CapturePayload>(plan.payload(c))) {
@@ -58,6 +78,12 @@ Captures capture_all(const Plan& plan, int device) {
   cuda::Stream stream = cuda::create_stream(device, 0, cuda::for_executable(plan.buffer_name));
   capture_in(plan, plan, stream.get(), out);
   return out;
+}
+
+void BuiltGraph::keep(const std::shared_ptr<CommunicatorState>& comm) {
+  if (std::find(communicators.begin(), communicators.end(), comm) == communicators.end()) {
+    communicators.push_back(comm);
+  }
 }
 
 std::string BuiltGraph::name_of(cudaGraphNode_t node) const {
@@ -145,6 +171,15 @@ class GraphBuilder::Site final : public GraphSite {
     }
     const cudaGraphNode_t node = builder_.add_child(graph_, deps_, captured, name_);
     if (builder_.cupti_) builder_.note_all(cuda::embedded_graph(node, name_), timed_, name_);
+    return node;
+  }
+  cudaGraphNode_t collective_graph() override {
+    const auto& p = std::get<CollectivePayload>(plan_.payload(c_));
+    builder_.out_->keep(p.comm);
+    cuda::Graph child = capture_collective(p, args_, builder_.capture_stream().get(), name_);
+    const cudaGraphNode_t node = builder_.add_child(graph_, deps_, child.get(), name_);
+    if (builder_.cupti_) builder_.note_all(cuda::embedded_graph(node, name_), timed_, name_);
+    builder_.out_->collectives[{&plan_, c_}] = std::move(child);
     return node;
   }
   cudaGraphNode_t conditional(cudaGraphConditionalNodeType type,
@@ -351,12 +386,16 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
   return node;
 }
 
-cuda::Graph GraphBuilder::capture(const Plan& plan, std::uint32_t c) {
+cuda::Stream& GraphBuilder::capture_stream() {
   if (!capture_stream_) {
     capture_stream_ = cuda::create_stream(device_, 0, cuda::for_executable(root_->buffer_name));
   }
+  return capture_stream_;
+}
+
+cuda::Graph GraphBuilder::capture(const Plan& plan, std::uint32_t c) {
   std::optional<Error> refusal;
-  cuda::Graph child = capture_on(plan, c, command_label(plan, c, *root_), capture_stream_.get(),
+  cuda::Graph child = capture_on(plan, c, command_label(plan, c, *root_), capture_stream().get(),
                                  refusal);
   if (refusal) throw *refusal;
   return child;
@@ -369,7 +408,8 @@ class ExecSite final : public GraphSite {
  public:
   ExecSite(const Plan& plan, std::uint32_t c, const ArgumentStore& args, int device,
            cudaGraphExec_t exec, cudaGraphNode_t node)
-      : args_(args), device_(device), exec_(exec), node_(node), name_(plan.name(c)) {}
+      : plan_(plan), c_(c), args_(args), device_(device), exec_(exec), node_(node),
+        name_(plan.name(c)) {}
 
   const ArgumentStore& args() const override { return args_; }
   int device() const override { return device_; }
@@ -378,10 +418,20 @@ class ExecSite final : public GraphSite {
     cuda::set_node(exec_, node_, spec, name_);
     return node_;
   }
-  // Only updatable kinds (kernels, parallel_for, copies, fills) are updated node by node.
+  // Only updatable kinds (kernels, parallel_for, copies, fills, collectives) are updated node
+  // by node.
   void* host_callback(const std::shared_ptr<HostTask>&) override { return not_updatable(); }
   cudaGraphNode_t body_graph() override { return not_updatable(); }
   cudaGraphNode_t captured_graph() override { return not_updatable(); }
+  // A collective is captured again with its new values, and the node takes the new graph.
+  cudaGraphNode_t collective_graph() override {
+    const auto& p = std::get<CollectivePayload>(plan_.payload(c_));
+    cuda::Stream stream = cuda::create_stream(device_, 0, name_);
+    captured_ = capture_collective(p, args_, stream.get(), name_);
+    cuda::set_child_graph(exec_, node_, captured_.get(), name_);
+    return node_;
+  }
+  cuda::Graph take_captured() noexcept { return std::move(captured_); }
   cudaGraphNode_t conditional(cudaGraphConditionalNodeType, const Condition&) override {
     return not_updatable();
   }
@@ -390,19 +440,24 @@ class ExecSite final : public GraphSite {
   [[noreturn]] static std::nullptr_t not_updatable() {
     throw std::logic_error("cmdgraph: a command of a kind that is not updatable was updated");
   }
+  const Plan& plan_;
+  std::uint32_t c_;
   const ArgumentStore& args_;
   int device_;
   cudaGraphExec_t exec_;
   cudaGraphNode_t node_;
   std::string name_;
+  cuda::Graph captured_;
 };
 
 }  // namespace
 
-void GraphBuilder::update_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
-                               int device, cudaGraphExec_t exec, cudaGraphNode_t node) {
+cuda::Graph GraphBuilder::update_node(const Plan& plan, std::uint32_t c,
+                                      const ArgumentStore& args, int device,
+                                      cudaGraphExec_t exec, cudaGraphNode_t node) {
   ExecSite site(plan, c, args, device, exec, node);
   add_graph_node(plan.payload(c), site);
+  return site.take_captured();
 }
 
 }  // namespace cmdgraph::detail

@@ -1,8 +1,8 @@
 // GraphBuilder: a plan as a cudaGraph_t, one node per command (each kind's node comes from
 // cuda_commands), edges from the plan's transitive reduction. Bodies of executed buffers become
-// child graphs, captures child graphs of what they enqueued, loops conditional WHILE nodes;
-// event profiling adds timed event nodes around every command, CUPTI profiling notes which
-// nodes' activity records time which command.
+// child graphs, captures and collectives child graphs of what they enqueued, loops conditional
+// WHILE nodes; event profiling adds timed event nodes around every command, CUPTI profiling
+// notes which nodes' activity records time which command.
 #pragma once
 
 #include "backend/cuda_commands/cuda_commands.hpp"
@@ -36,6 +36,9 @@ struct Captures {
 Captures capture_all(const Plan& plan, int device);
 
 struct BuiltGraph {
+  // The communicators of the collectives captured into it, first so that they outlive every
+  // graph below: NCCL's destruction of a communicator waits for the graphs that captured it.
+  std::vector<std::shared_ptr<CommunicatorState>> communicators;
   cuda::Graph graph;
   std::vector<cudaGraphNode_t> nodes;  // root command -> its node
   HostCallbacks callbacks;             // userData of the host nodes
@@ -48,6 +51,11 @@ struct BuiltGraph {
   std::vector<ProfilePoint> points;
   // CUPTI profiling: each command's run, and the nodes whose records time them.
   std::shared_ptr<CuptiTiming> cupti;
+  // What stream capture made of each collective, kept as long as the instantiation may run
+  // it: NCCL ties the resources of a captured operation to the captured graph.
+  std::map<std::pair<const Plan*, std::uint32_t>, cuda::Graph> collectives;
+  /// Adds `comm` to `communicators` unless it is there.
+  void keep(const std::shared_ptr<CommunicatorState>& comm);
 
   /// How errors name the command behind `node` (empty when it is none of ours).
   std::string name_of(cudaGraphNode_t node) const;
@@ -75,8 +83,10 @@ class GraphBuilder {
   /// The graph of `plan` with the values of `args` (the executable's own store).
   BuiltGraph build(const Plan& plan, const ArgumentStore& args);
   /// Makes node `node` of `exec` take root command `c`'s values in `args` (an updatable kind).
-  static void update_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
-                          int device, cudaGraphExec_t exec, cudaGraphNode_t node);
+  /// For a collective, returns the graph captured anew, which must live as long as `exec` may
+  /// run it; null for other kinds.
+  static cuda::Graph update_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
+                                 int device, cudaGraphExec_t exec, cudaGraphNode_t node);
 
  private:
   class Site;
@@ -104,6 +114,7 @@ class GraphBuilder {
                           std::vector<std::uint32_t>& run_of);
   void note(cudaGraphNode_t node, std::uint32_t timed, bool expects_record);
   void note_all(cudaGraph_t graph, std::uint32_t timed, cuda::Served served);
+  cuda::Stream& capture_stream();
 
   int device_;
   HostErrors* errors_;

@@ -15,6 +15,7 @@ Fence CudaExecutable::launch(const std::shared_ptr<QueueState>& queue, const Sub
   CudaQueue& lane = *queue->as_cuda();
   const cuda::ScopedDevice on(ordinal());
   std::lock_guard lock(mutex_);
+  context_->require_peers();  // an aborted communicator's resources are gone
   CudaQueue::Submission submission(lane);
   lane.enqueue_semaphore_waits(info);
   const std::shared_ptr<QueueState> previous = last_queue_.lock();

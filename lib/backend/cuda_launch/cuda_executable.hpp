@@ -37,6 +37,12 @@ class CudaExecutable : public ExecutableImpl {
   void start_context(std::shared_ptr<const LaunchContext> context);
   /// Keeps `keep` alive until every launch so far has finished.
   void retire(std::shared_ptr<const void> keep);
+  /// Takes `plan` in place of the current one, which lives on (with the communicators its
+  /// collectives use) until every launch so far has finished.
+  void replace_plan_after_launches(std::shared_ptr<const Plan> plan) {
+    retire(shared_plan());
+    replace_plan(std::move(plan));
+  }
 
   /// Waits for the launches in flight: their host callbacks and parameters point into the
   /// derived executable, so its destructor calls this first (its members die before ours).

@@ -1,12 +1,21 @@
-// LaunchCompletion: lazily recorded events, fault messages, host task errors; launch contexts.
+// LaunchCompletion: lazily recorded events, fault messages, host task errors, failed
+// communicators; launch contexts.
 #include "backend/cuda_launch/launch_fence.hpp"
 
 #include "cuda/check.hpp"
 #include "cuda/stream_ops.hpp"
+#include "sync/poll.hpp"
+
+#include <cmdgraph/config.hpp>
+#if CMDGRAPH_HAVE_NCCL
+#include "collective/communicator_state.hpp"
+#endif
 
 #include <cmdgraph/error.hpp>
 
+#include <algorithm>
 #include <exception>
+#include <optional>
 #include <utility>
 
 namespace cmdgraph::detail {
@@ -48,9 +57,62 @@ std::exception_ptr LaunchContext::fault(int status) const {
 
 std::exception_ptr LaunchContext::first_error(std::uint64_t first, std::uint64_t last,
                                               int device_status) const {
+  if (auto e = peer_failure()) return e;  // what a failed peer left behind is void
   if (device_status != cudaSuccess) return fault(device_status);
   return host_errors ? host_errors->find(first, last) : nullptr;
 }
+
+#if CMDGRAPH_HAVE_NCCL
+
+namespace {
+std::exception_ptr peer_error(const LaunchContext& context, const PeerGroup& group,
+                              const CommunicatorFailure& failure) {
+  std::string list;
+  for (const auto& name : group.collectives) list += (list.empty() ? "'" : ", '") + name + "'";
+  return std::make_exception_ptr(Error(
+      failure.code,
+      "the launch of '" + context.executable + "' on cuda:" + std::to_string(context.device) +
+          " failed: communicator " + group.comm->describe() + " " + failure.why +
+          "; cmdgraph aborted it (its collectives here: " + list + ")",
+      group.collectives, failure.status));
+}
+}  // namespace
+
+std::exception_ptr LaunchContext::check_alive(
+    std::chrono::steady_clock::time_point waiting_since) const {
+  for (const PeerGroup& g : peers) {
+    if (const auto failure = g.comm->check(waiting_since)) return peer_error(*this, g, *failure);
+  }
+  return nullptr;
+}
+
+std::exception_ptr LaunchContext::peer_failure() const {
+  for (const PeerGroup& g : peers) {
+    if (const auto failure = g.comm->failure()) return peer_error(*this, g, *failure);
+  }
+  return nullptr;
+}
+
+void LaunchContext::require_peers() const {
+  for (const PeerGroup& g : peers) {
+    if (const auto failure = g.comm->failure()) {
+      throw Error(errc::nccl_error,
+                  "executable '" + executable + "' cannot launch: cmdgraph aborted communicator " +
+                      g.comm->describe() + " after it " + failure->why,
+                  g.collectives, failure->status);
+    }
+  }
+}
+
+#else
+
+std::exception_ptr LaunchContext::check_alive(std::chrono::steady_clock::time_point) const {
+  return nullptr;
+}
+std::exception_ptr LaunchContext::peer_failure() const { return nullptr; }
+void LaunchContext::require_peers() const {}
+
+#endif
 
 namespace {
 
@@ -83,19 +145,31 @@ class LaunchCompletion final : public DeviceCompletion {
   }
   bool query() override {
     cudaEvent_t event = nullptr;
+    std::chrono::steady_clock::time_point since;
     {
       std::lock_guard lock(mutex_);
       if (finished_) return true;
       event = event_.get();
+      if (!waiting_since_) waiting_since_ = std::chrono::steady_clock::now();
+      since = *waiting_since_;
     }
     if (!event) return false;  // not marked: cannot be queried yet
-    const cudaError_t s = cuda::query_event(event);
-    if (s == cudaErrorNotReady) return false;
+    cudaError_t s = cuda::query_event(event);
+    if (s == cudaErrorNotReady) {
+      if (context_->peers.empty() || !context_->check_alive(since)) return false;
+      // A communicator failed and was aborted, which ends its kernels: the launch ends too.
+      s = cuda::synchronize_event(event);
+    }
     std::lock_guard lock(mutex_);
     settle(s);
     return true;
   }
   void synchronize() override {
+    if (!context_->peers.empty()) {
+      // Collectives may wait for peers forever: poll, watching the communicators.
+      poll_until(std::chrono::steady_clock::time_point::max(), [&] { return query(); });
+      return;
+    }
     cudaEvent_t event = nullptr;
     {
       std::lock_guard lock(mutex_);
@@ -108,6 +182,7 @@ class LaunchCompletion final : public DeviceCompletion {
   }
   std::exception_ptr error() override {
     std::lock_guard lock(mutex_);
+    if (peer_error_) return peer_error_;
     if (status_ != cudaSuccess) {
       cuda::clear_error();
       return context_->fault(status_);
@@ -117,6 +192,7 @@ class LaunchCompletion final : public DeviceCompletion {
 
  private:
   void settle(cudaError_t status) {
+    if (!finished_ && !context_->peers.empty()) peer_error_ = context_->peer_failure();
     finished_ = true;
     if (status_ == cudaSuccess) status_ = status;
   }
@@ -127,6 +203,8 @@ class LaunchCompletion final : public DeviceCompletion {
   cuda::Event event_;
   bool finished_ = false;
   cudaError_t status_ = cudaSuccess;
+  std::optional<std::chrono::steady_clock::time_point> waiting_since_;  // first seen unfinished
+  std::exception_ptr peer_error_;  // a communicator that failed before the launch was seen done
 };
 
 // A launch's fence and its completion in one allocation: launch() makes one per call.
@@ -148,6 +226,20 @@ std::shared_ptr<FenceState> launch_fence(const std::shared_ptr<const LaunchConte
   return std::make_shared<LaunchFence>(context, launch, queue);
 }
 
+namespace {
+void collect_peers(const Plan& plan, const Plan& root, std::vector<PeerGroup>& out) {
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (const auto* p = std::get_if<CollectivePayload>(&plan.payload(c))) {
+      auto group = std::find_if(out.begin(), out.end(),
+                                [&](const PeerGroup& g) { return g.comm == p->comm; });
+      if (group == out.end()) group = out.insert(out.end(), PeerGroup{p->comm, {}});
+      group->collectives.push_back(command_label(plan, c, root));
+    }
+    if (const Plan* body = plan.body(c)) collect_peers(*body, root, out);
+  }
+}
+}  // namespace
+
 std::shared_ptr<LaunchContext> launch_context(const Plan& plan, int device,
                                               std::shared_ptr<HostErrors> host_errors,
                                               std::shared_ptr<EventPool> events) {
@@ -157,6 +249,7 @@ std::shared_ptr<LaunchContext> launch_context(const Plan& plan, int device,
   context->suspects = device_code_commands(plan);
   context->host_errors = std::move(host_errors);
   context->events = std::move(events);
+  collect_peers(plan, plan, context->peers);
   return context;
 }
 

@@ -57,6 +57,9 @@ struct Refuse {
     return {errc::unsupported, "stream capture needs a CUDA device"};
   }
   HostRefusal operator()(const BarrierPayload&) const { return {}; }
+  HostRefusal operator()(const CollectivePayload&) const {
+    return {errc::unsupported, "a collective runs through NCCL on a CUDA device"};
+  }
   HostRefusal operator()(const LoopPayload& p) const { return condition(p.condition); }
   HostRefusal operator()(const IfPayload& p) const { return condition(p.condition); }
   static HostRefusal condition(const Condition& c) {
@@ -110,6 +113,7 @@ struct Run {
   HostOutcome operator()(const IfPayload& p) const {
     return launch.run_body(task, p.condition, false);
   }
+  HostOutcome operator()(const CollectivePayload&) const { return HostOutcome::failed; }  // refused
 };
 
 }  // namespace

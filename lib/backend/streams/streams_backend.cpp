@@ -265,7 +265,7 @@ class StreamsExecutable final : public CudaExecutable {
     programmatic_edges_ = programmatic;
     start_context(std::move(context));
     forks_ = std::any_of(schedule_.fork_wait.begin(), schedule_.fork_wait.end(), [](auto f) { return f; });
-    replace_plan(std::move(plan));
+    replace_plan_after_launches(std::move(plan));
   }
 
   // The lanes for a launch from `queue`: its own stream, then this executable's streams made
