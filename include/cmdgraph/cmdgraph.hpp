@@ -14,3 +14,4 @@
 #include <cmdgraph/profile.hpp>
 #include <cmdgraph/queue.hpp>
 #include <cmdgraph/semaphore.hpp>
+#include <cmdgraph/transient.hpp>

@@ -45,7 +45,7 @@ struct LaunchConfig {
 /// What a command does.
 enum class CommandKind : unsigned char {
   kernel, parallel_for, copy, fill, host, event_record, event_wait, nested, capture, barrier,
-  loop, if_then,
+  loop, if_then, alloc, free,
 };
 /// The kind's name as the enumerator spells it, e.g. "parallel_for"; never null.
 const char* to_string(CommandKind kind) noexcept;

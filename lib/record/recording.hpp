@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -36,8 +37,13 @@ class Recording {
   /// with a body must have passed require_nestable.
   CommandRef add(Payload payload);
   /// Throws Error(invalid_argument) naming the next command when running `body` as that
-  /// command would nest deeper than max_nesting_depth or expand past max_expanded_size.
+  /// command would nest deeper than max_nesting_depth or expand past max_expanded_size, and
+  /// Error(unsupported) naming it and the allocation when `body` allocates transient memory.
   void require_nestable(CommandKind kind, const Recording& body) const;
+  /// Appends a free of the transient memory command `alloc` (an index of this recording)
+  /// allocated; Error(invalid_argument) naming both when `alloc` allocates nothing or its
+  /// memory is already freed (naming that free too).
+  CommandRef add_free(std::uint32_t alloc);
   /// Adds parent -> child of `kind`; Error(self_edge) when they are one command.
   void add_edge(std::uint32_t parent, std::uint32_t child, EdgeKind kind = EdgeKind::full);
   /// Error(invalid_argument) naming both unless parent and child may be joined by a
@@ -125,6 +131,8 @@ class Recording {
   std::uint32_t segment_begin_ = 0;  // first command after the last barrier
   std::uint32_t depth_ = 0;
   std::uint64_t expanded_ = 0;
+  std::uint32_t allocations_ = 0;                          // alloc commands
+  std::unordered_map<std::uint32_t, std::uint32_t> freed_;  // alloc command -> its free
   // Changing and reading calls in progress: each side increments its own count, then looks at
   // the other's (sequentially consistent), so two that overlap cannot both miss each other.
   mutable std::atomic<int> users_{0};
