@@ -15,10 +15,22 @@
 namespace cmdgraph::detail {
 namespace {
 
+struct Entry {
+  std::size_t bytes;
+  std::uint64_t owner;
+};
+
 struct Registry {
   std::mutex mutex;
-  std::map<std::uintptr_t, std::size_t> live;  // base -> bytes
+  std::map<std::uintptr_t, Entry> live;  // by base
   std::atomic<std::size_t> count{0};
+  // Every live range lies within [low, high]: most words are told apart without the lock.
+  std::atomic<std::uintptr_t> low{UINTPTR_MAX}, high{0};
+
+  void update_bounds() {  // under the mutex
+    low = live.empty() ? UINTPTR_MAX : live.begin()->first;
+    high = live.empty() ? 0 : live.rbegin()->first + live.rbegin()->second.bytes;
+  }
 };
 Registry& registry() {
   static Registry r;
@@ -35,7 +47,8 @@ std::size_t page_size() {
 
 }  // namespace
 
-TransientRange::TransientRange(std::size_t bytes, std::uint32_t element_size)
+TransientRange::TransientRange(std::size_t bytes, std::uint32_t element_size,
+                               std::uint64_t owner)
     : bytes_(bytes), element_size_(element_size ? element_size : 1) {
   const std::size_t page = page_size();
   if (bytes > SIZE_MAX - 2 * page) {
@@ -55,7 +68,8 @@ TransientRange::TransientRange(std::size_t bytes, std::uint32_t element_size)
   Registry& r = registry();
   try {
     std::lock_guard lock(r.mutex);
-    r.live.emplace(base_, bytes_);
+    r.live.emplace(base_, Entry{bytes_, owner});
+    r.update_bounds();
   } catch (...) {
     ::munmap(p, reserved_);
     throw;
@@ -68,6 +82,7 @@ TransientRange::~TransientRange() {
   {
     std::lock_guard lock(r.mutex);
     r.live.erase(base_);
+    r.update_bounds();
   }
   r.count.fetch_sub(1, std::memory_order_release);
   ::munmap(reinterpret_cast<void*>(base_), reserved_);
@@ -78,8 +93,21 @@ std::vector<TransientExtent> live_transients() {
   std::lock_guard lock(r.mutex);
   std::vector<TransientExtent> out;
   out.reserve(r.live.size());
-  for (const auto& [base, bytes] : r.live) out.push_back({base, bytes});
+  for (const auto& [base, entry] : r.live) out.push_back({base, entry.bytes});
   return out;
+}
+
+std::uint64_t transient_owner(std::uintptr_t word) {
+  Registry& r = registry();
+  if (word < r.low.load(std::memory_order_acquire) ||
+      word > r.high.load(std::memory_order_acquire)) {
+    return 0;
+  }
+  std::lock_guard lock(r.mutex);
+  auto it = r.live.upper_bound(word);
+  if (it == r.live.begin()) return 0;
+  --it;
+  return word - it->first <= it->second.bytes ? it->second.owner : 0;
 }
 
 bool any_live_transients() noexcept {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace cmdgraph::detail {
@@ -12,9 +13,10 @@ namespace cmdgraph::detail {
 class TransientRange {
  public:
   /// Reserves (never backs) room for `bytes` bytes of `element_size`-byte elements, plus a page
-  /// after them, so a pointer one past the end names this range alone. Throws
-  /// Error(out_of_memory) when the address space cannot be reserved.
-  TransientRange(std::size_t bytes, std::uint32_t element_size);
+  /// after them, so a pointer one past the end names this range alone, for the recording
+  /// whose id is `owner`. Throws Error(out_of_memory) when the address space cannot be
+  /// reserved.
+  TransientRange(std::size_t bytes, std::uint32_t element_size, std::uint64_t owner);
   ~TransientRange();
   TransientRange(const TransientRange&) = delete;
   TransientRange& operator=(const TransientRange&) = delete;
@@ -40,6 +42,23 @@ struct TransientExtent {
 };
 /// Every live range, by address.
 std::vector<TransientExtent> live_transients();
+/// Calls visit(offset, word) for every pointer-sized word of `bytes` bytes at `data` that could
+/// hold a pointer. Pointers sit at multiples of 8 bytes in anything holding one (its alignment
+/// is 8), and a value is stored at a multiple of its own alignment: a value starting elsewhere
+/// holds none.
+template <class Visit>
+void for_each_word(const void* data, std::size_t bytes, Visit&& visit) {
+  if (reinterpret_cast<std::uintptr_t>(data) % alignof(std::uintptr_t) != 0) return;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t at = 0; at + sizeof(std::uintptr_t) <= bytes; at += sizeof(std::uintptr_t)) {
+    std::uintptr_t word;
+    std::memcpy(&word, p + at, sizeof(word));
+    visit(static_cast<std::uint32_t>(at), word);
+  }
+}
+
+/// The id of the recording that owns the live range `word` points into (or one past), or 0.
+std::uint64_t transient_owner(std::uintptr_t word);
 /// False while no range lives: argument scans can be skipped.
 bool any_live_transients() noexcept;
 

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <deque>
 #include <numeric>
 
@@ -21,19 +20,6 @@ std::string address(std::uintptr_t p) {
   char text[2 + 2 * sizeof(p) + 1];
   std::snprintf(text, sizeof(text), "0x%jx", static_cast<std::uintmax_t>(p));
   return text;
-}
-
-// Pointers sit at multiples of 8 bytes in anything that holds one (its alignment is 8), and a
-// value is stored at a multiple of its own alignment: a value that starts elsewhere holds none.
-template <class Visit>
-void for_each_word(const void* data, std::size_t bytes, Visit&& visit) {
-  if (reinterpret_cast<std::uintptr_t>(data) % alignof(std::uintptr_t) != 0) return;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t at = 0; at + sizeof(std::uintptr_t) <= bytes; at += sizeof(std::uintptr_t)) {
-    std::uintptr_t word;
-    std::memcpy(&word, p + at, sizeof(word));
-    visit(static_cast<std::uint32_t>(at), word);
-  }
 }
 
 // The live placeholders of every recording, looked up without the registry's lock.

@@ -189,7 +189,7 @@ detail::Allocation CommandBuffer::add_alloc(std::size_t count, std::size_t eleme
   // allocation alignment).
   if (alignment > 256) reject(rec, CommandKind::alloc, "element alignment above 256 bytes");
   auto memory = std::make_shared<const detail::TransientRange>(
-      count * element_size, static_cast<std::uint32_t>(element_size));
+      count * element_size, static_cast<std::uint32_t>(element_size), rec.id());
   void* data = memory->data();
   return {rec.add(detail::AllocPayload{std::move(memory)}), data};
 }

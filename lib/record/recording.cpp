@@ -77,8 +77,29 @@ void Recording::require_nestable(CommandKind kind, const Recording& body) const 
               {name});
 }
 
+void Recording::refuse_foreign_transients(CommandKind kind) {
+  const ArgumentStore::Slot first = commands_.empty() ? 0 : commands_.back().slots_end;
+  if (!any_live_transients()) return;
+  for (ArgumentStore::Slot s = first; s < arguments_.slot_count(); ++s) {
+    bool foreign = false;
+    for_each_word(arguments_.data(s), arguments_.size(s), [&](std::uint32_t, std::uintptr_t w) {
+      const std::uint64_t owner = transient_owner(w);
+      foreign = foreign || (owner != 0 && owner != id_);
+    });
+    if (!foreign) continue;
+    arguments_.truncate(first);  // the refused command leaves nothing behind
+    const std::string name = next_name(kind);
+    throw Error(errc::foreign_handle,
+                "command buffer " + quoted(name_) + ": " + name +
+                    ": a value reaches transient memory of another command buffer; transient "
+                    "memory is used in the buffer that allocates it",
+                {name});
+  }
+}
+
 CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   require_open("record");
+  refuse_foreign_transients(kind_of(payload));
   const auto index = static_cast<std::uint32_t>(commands_.size());
   std::uint32_t depth = depth_;
   std::uint64_t expanded = expanded_ + 1;

@@ -33,8 +33,10 @@ class Recording {
   /// Seals the recording; safe from several threads reading it at once (see ReadGuard).
   void seal() noexcept { sealed_.store(true, std::memory_order_release); }
 
-  /// Appends a command, after the last barrier if there is one. Throws when sealed. A command
-  /// with a body must have passed require_nestable.
+  /// Appends a command, after the last barrier if there is one. Throws when sealed, and
+  /// Error(foreign_handle) naming it, with the values it stored dropped, when one of them
+  /// reaches transient memory of another recording. A command with a body must have passed
+  /// require_nestable.
   CommandRef add(Payload payload);
   /// Throws Error(invalid_argument) naming the next command when running `body` as that
   /// command would nest deeper than max_nesting_depth or expand past max_expanded_size, and
@@ -120,6 +122,8 @@ class Recording {
   };
 
  private:
+  void refuse_foreign_transients(CommandKind kind);
+
   std::uint64_t id_;
   std::string name_;
   std::atomic<bool> sealed_{false};

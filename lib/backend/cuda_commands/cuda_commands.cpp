@@ -9,6 +9,7 @@
 #include "sync/event_state.hpp"
 
 #include <cmdgraph/error.hpp>
+#include <cmdgraph/transient.hpp>
 
 #include <algorithm>
 #include <map>
@@ -74,6 +75,9 @@ class Check {
   void operator()(const BarrierPayload&) const {}
   void operator()(const LoopPayload& p) const { conditional(p.condition); }
   void operator()(const IfPayload& p) const { conditional(p.condition); }
+  // Recorded only at the top of the buffer compiled (the recording refuses them in bodies).
+  void operator()(const AllocPayload&) const {}
+  void operator()(const FreePayload&) const {}
 
   /// Checks every command of `plan` where `within` says it sits.
   static void all(const Plan& plan, const Plan& root, int device, Within within) {
@@ -91,7 +95,10 @@ class Check {
   // A device reaches host memory and its own; a copy may also reach another GPU (a peer
   // copy), for which peer access is opened here.
   void memory(const MemoryRange& r, bool peer_allowed) const {
-    if (r.space != MemorySpace::device || r.device == device_) return;
+    // Transient memory is the executing device's own.
+    if (r.space != MemorySpace::device || r.device == device_ || r.device == transient_device) {
+      return;
+    }
     if (r.device < 0 || r.device >= cuda::device_count()) {
       refuse(errc::device_mismatch,
              "it touches memory of cuda:" + std::to_string(r.device) + ", which does not exist");
@@ -249,6 +256,24 @@ struct GraphForm {
   cudaGraphNode_t operator()(const IfPayload& p) const {
     return site.conditional(cudaGraphCondTypeIf, p.condition);
   }
+  // CUDA's graph memory pool backs the allocation while the graph runs and reuses it across
+  // launches and between allocations whose lifetimes do not overlap.
+  cudaGraphNode_t operator()(const AllocPayload& p) const {
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeMemAlloc);
+    cudaMemAllocNodeParamsV2& a = spec.params.alloc;
+    a.poolProps.allocType = cudaMemAllocationTypePinned;
+    a.poolProps.location.type = cudaMemLocationTypeDevice;
+    a.poolProps.location.id = site.device();
+    a.bytesize = p.memory->bytes();
+    const cudaGraphNode_t node = site.place(spec);
+    site.allocated(a.dptr);  // an out parameter of the node's creation
+    return node;
+  }
+  cudaGraphNode_t operator()(const FreePayload&) const {
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeMemFree);
+    spec.params.free.dptr = site.to_free();
+    return site.place(spec);
+  }
 };
 
 // ---- Stream operations ----
@@ -300,6 +325,9 @@ struct StreamForm {
   void operator()(const BarrierPayload&) const {}  // ordering only
   void operator()(const LoopPayload&) const {}     // device-decided: refused by streams
   void operator()(const IfPayload&) const {}       // device-decided: refused by streams
+  // The executable's arena holds its transients from compile on: ordering only.
+  void operator()(const AllocPayload&) const {}
+  void operator()(const FreePayload&) const {}
 };
 
 }  // namespace

@@ -28,15 +28,17 @@ struct Instance {
 };
 
 // Builds and instantiates `plan` with `args` on `device` and starts uploading it, so the first
-// launch pays no upload on the host and compile() does not wait for the device.
-Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, bool profile,
-                     bool programmatic, Captures* captures, double* instantiate_ms) {
+// launch pays no upload on the host and compile() does not wait for the device. `transients`
+// binds the transients where the graph's allocation nodes put them, rewriting `args`.
+Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
+                     int device, bool profile, bool programmatic, Captures* captures,
+                     double* instantiate_ms) {
   const cuda::ScopedDevice on(device);
   const cuda::Served served = cuda::for_executable(plan.buffer_name);
   Instance in;
   in.host_errors = std::make_shared<HostErrors>(std::max<std::uint32_t>(1, count_host_tasks(plan)));
   GraphBuilder builder(device, in.host_errors.get(), profile, captures, programmatic);
-  in.built = builder.build(plan, args);
+  in.built = builder.build(plan, args, transients);
 
   const auto start = std::chrono::steady_clock::now();
   cuda::Stream stream = cuda::create_stream(device, 0, served);
@@ -51,14 +53,32 @@ Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, bo
   return in;
 }
 
+// Why an instantiated graph's allocation nodes cannot serve `now`'s transients (one differs
+// in size from `before`'s); empty when they can.
+std::string resized_transient(const Plan& before, const Plan& now) {
+  for (std::uint32_t t = 0; t < now.memory.list.size(); ++t) {
+    const std::size_t was = before.memory.list[t].range->bytes();
+    const std::size_t is = now.memory.list[t].range->bytes();
+    if (was != is) {
+      return "transient memory '" + now.name(now.memory.list[t].alloc) + "' takes " +
+             std::to_string(is) + " bytes, was " + std::to_string(was);
+    }
+  }
+  return {};
+}
+
 class GraphExecutable final : public CudaExecutable {
  public:
+  /// `transients`: the words of `args` pointing into transients (the plan's, or a clone's
+  /// source's with its updates).
   GraphExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
-                  ArgumentStore args, bool profile, bool programmatic, Captures* captures)
+                  ArgumentStore args, TransientBinding transients, bool profile,
+                  bool programmatic, Captures* captures)
       : CudaExecutable(plan, device, std::move(stats), profile), args_(std::move(args)),
         programmatic_(programmatic) {
-    current_ = instantiate(*plan, args_, device.ordinal(), profile, programmatic_, captures,
-                           &this->stats().instantiate_ms);
+    transients_ = std::move(transients);
+    current_ = instantiate(*plan, args_, transients_, device.ordinal(), profile, programmatic_,
+                           captures, &this->stats().instantiate_ms);
     start_context(current_.context);
     this->stats().backend = Backend::cuda_graph;
     this->stats().edges_programmatic = current_.built.programmatic_edges;
@@ -67,7 +87,8 @@ class GraphExecutable final : public CudaExecutable {
   ~GraphExecutable() override { wait_for_launches(); }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_,
+    // A graph of its own: its allocation nodes put its transients elsewhere.
+    return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_, transients_,
                                              profiling(), programmatic_, nullptr);
   }
 
@@ -106,10 +127,19 @@ class GraphExecutable final : public CudaExecutable {
                     const UpdateOptions& options) override {
     ArgumentStore args = plan->arguments;
     if (difference) return rebuild(std::move(plan), std::move(args), difference.what);
+    if (const std::string resized = resized_transient(this->plan(), *plan); !resized.empty()) {
+      if (!options.reinstantiate_if_needed) refuse_update(resized);
+      return rebuild(std::move(plan), std::move(args), resized);
+    }
     const cuda::ScopedDevice on(ordinal());
+    // The new values reach the transients where the instantiated graph has them.
+    TransientBinding transients(*plan);
+    for (std::uint32_t t = 0; t < plan->memory.list.size(); ++t) {
+      transients.bind(t, transients_.address(t), args);
+    }
     GraphBuilder builder(ordinal(), current_.host_errors.get(), profiling(), nullptr,
                          programmatic_);
-    BuiltGraph fresh = builder.build(*plan, args);
+    BuiltGraph fresh = builder.build(*plan, args, transients, true);
     std::string why;
     cudaGraphNode_t at = nullptr;
     const cudaError_t status = cuda::update_exec(current_.exec.get(), fresh.graph.get(), why, at);
@@ -124,6 +154,7 @@ class GraphExecutable final : public CudaExecutable {
       current_.built.points = std::move(fresh.points);
       retire(std::move(old));
       args_ = std::move(args);
+      transients_ = std::move(transients);
       replace_plan(std::move(plan));
       return {};
     }
@@ -138,12 +169,14 @@ class GraphExecutable final : public CudaExecutable {
   }
 
   UpdateResult rebuild(std::shared_ptr<const Plan> plan, ArgumentStore args, std::string why) {
-    Instance fresh = instantiate(*plan, args, ordinal(), profiling(), programmatic_, nullptr,
-                                 nullptr);
+    TransientBinding transients(*plan);
+    Instance fresh = instantiate(*plan, args, transients, ordinal(), profiling(), programmatic_,
+                                 nullptr, nullptr);
     std::lock_guard lock(mutex());
     retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))));
     start_context(current_.context);  // the fresh instance counts its own launches
     args_ = std::move(args);
+    transients_ = std::move(transients);
     replace_plan(std::move(plan));
     return {true, std::move(why)};
   }
@@ -160,9 +193,11 @@ std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> 
                                                     ExecutableStats stats, Captures captures) {
   check_runs_on_device(*plan, device.ordinal());
   ArgumentStore args = plan->arguments;
+  TransientBinding transients(*plan);
   return std::make_unique<GraphExecutable>(std::move(plan), device, std::move(stats),
-                                           std::move(args), options.profile,
-                                           options.programmatic_edges, &captures);
+                                           std::move(args), std::move(transients),
+                                           options.profile, options.programmatic_edges,
+                                           &captures);
 }
 
 }  // namespace cmdgraph::detail
