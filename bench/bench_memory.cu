@@ -31,7 +31,9 @@ __global__ void stage(const float* in, float* out, std::size_t count) {
   }
 }
 
-dim3 grid_of(Device gpu) { return dim3(static_cast<unsigned>(gpu.properties().multiprocessors) * 8); }
+dim3 grid_of(Device gpu) {
+  return dim3(static_cast<unsigned>(gpu.properties().multiprocessors) * 8);
+}
 
 void run_stage(dim3 grid, const float* in, float* out, cudaStream_t s) {
   stage<<<grid, 256, 0, s>>>(in, out, n);

@@ -143,7 +143,8 @@ class CommandBuffer {
   /// \post The returned handle names the alloc command and views the memory (see Transient).
   template <class T>
   Transient<T> alloc(std::size_t count) {
-    static_assert(std::is_trivially_copyable_v<T>, "transient memory holds trivially copyable types");
+    static_assert(std::is_trivially_copyable_v<T>,
+                  "transient memory holds trivially copyable types");
     const detail::Allocation a = add_alloc(count, sizeof(T), alignof(T));
     return Transient<T>(a.command, View<T>(static_cast<T*>(a.data), count, MemorySpace::device,
                                            detail::transient_device));

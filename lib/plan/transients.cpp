@@ -29,8 +29,9 @@ class LiveRanges {
     if (any_live_transients()) ranges_ = live_transients();
   }
   const TransientExtent* find(std::uintptr_t word) const noexcept {
-    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), word,
-                               [](std::uintptr_t w, const TransientExtent& r) { return w < r.base; });
+    auto it = std::upper_bound(
+        ranges_.begin(), ranges_.end(), word,
+        [](std::uintptr_t w, const TransientExtent& r) { return w < r.base; });
     if (it == ranges_.begin()) return nullptr;
     --it;
     return word - it->base <= it->bytes ? &*it : nullptr;
@@ -217,7 +218,9 @@ void add_transient_access(const Plan& plan, std::uint32_t c, std::vector<MemoryA
                                         [](const TransientUse& a, const TransientUse& b) {
                                           return a.command < b.command;
                                         });
-  for (auto it = first; it != last; ++it) out.push_back(transient_use(*m.list[it->transient].range));
+  for (auto it = first; it != last; ++it) {
+    out.push_back(transient_use(*m.list[it->transient].range));
+  }
   for (MemoryAccess& a : out) {
     if (a.role == TransientRole::none || !a.label.empty()) continue;
     if (const std::uint32_t t = m.find(a.begin); t != TransientMemory::none) {
@@ -316,7 +319,8 @@ void require_within_lifetime(const Plan& plan, std::uint32_t c, std::uint32_t t,
                     " with no path from its allocation to it",
                 {plan.name(c), plan.name(info.alloc)});
   }
-  if (info.release != TransientMemory::none && (!reaches(plan, c, info.release) || c == info.release)) {
+  if (info.release != TransientMemory::none &&
+      (!reaches(plan, c, info.release) || c == info.release)) {
     throw Error(errc::hazard,
                 who + " would make it use transient memory " + quoted(plan.name(info.alloc)) +
                     " with no path from it to its free " + quoted(plan.name(info.release)),

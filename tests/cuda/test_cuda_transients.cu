@@ -67,8 +67,8 @@ struct Pipeline {
                  .named("stage1");
     t2 = cmd.alloc<float>(n).named("t2");
     auto ones = cmd.fill(t2, 1.0f, n).after(t2).named("ones");
-    auto stage2 = cmd.launch(&axpy_kernel, LaunchConfig{{static_cast<unsigned>((n + 255) / 256)}, {256}},
-                             static_cast<int>(n), 1.0f, t0.data(), t2.data())
+    const LaunchConfig config{{static_cast<unsigned>((n + 255) / 256)}, {256}};
+    auto stage2 = cmd.launch(&axpy_kernel, config, static_cast<int>(n), 1.0f, t0.data(), t2.data())
                       .after(stage1, ones).named("stage2");
     auto free0 = cmd.free(t0).after(stage2).named("free t0");
     auto free1 = cmd.free(t1).after(stage1).named("free t1");

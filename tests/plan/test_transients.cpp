@@ -33,7 +33,8 @@ struct Positive {
   bool operator()() const { return *at > 0; }
 };
 
-std::shared_ptr<const Plan> plan_of(const CommandBuffer& cmd, Hazards hazards = Hazards::automatic) {
+std::shared_ptr<const Plan> plan_of(const CommandBuffer& cmd,
+                                    Hazards hazards = Hazards::automatic) {
   return detail::build_plan(*detail::recording_of(cmd), hazards);
 }
 
@@ -264,12 +265,14 @@ TEST_CASE("plan.transients.layout_never_overlaps_transients_alive_together") {
       for (std::uint32_t j = i + 1; j < m.list.size(); ++j) {
         const auto& a = m.list[i];
         const auto& b = m.list[j];
-        const bool overlap = a.offset < b.offset + m.footprint(j) && b.offset < a.offset + m.footprint(i);
+        const bool overlap =
+            a.offset < b.offset + m.footprint(j) && b.offset < a.offset + m.footprint(i);
         if (!overlap) continue;
         ++shared;
         // Sharing bytes: one's free precedes the other's allocation on every path.
-        const bool apart = (a.release != detail::TransientMemory::none && reach[a.release][b.alloc]) ||
-                           (b.release != detail::TransientMemory::none && reach[b.release][a.alloc]);
+        constexpr auto none = detail::TransientMemory::none;
+        const bool apart = (a.release != none && reach[a.release][b.alloc]) ||
+                           (b.release != none && reach[b.release][a.alloc]);
         CHECK(apart);
       }
     }

@@ -24,7 +24,8 @@ struct Affine {
   void operator()(std::size_t i) const { out[i] = a * in[i] + b; }
 };
 
-constexpr std::size_t n = 10240;  // 40 KiB a transient: a multiple of the arena's 256-byte alignment
+// 40 KiB a transient: a multiple of the arena's 256-byte alignment.
+constexpr std::size_t n = 10240;
 
 // in -> t1 = 2 in -> t2 = t1 + 1 -> out, t1 freed before t3 (= 3 t2) is allocated, so t3 may
 // take t1's bytes: out = 3 (2 in + 1).
