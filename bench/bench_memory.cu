@@ -65,15 +65,7 @@ void enqueue_by_hand(dim3 grid, const float* input, float* output, cudaStream_t 
 
 cudaGraphExec_t captured(dim3 grid, const float* input, float* output, cudaStream_t s,
                          std::vector<float*>* kept) {
-  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  enqueue_by_hand(grid, input, output, s, kept);
-  cudaGraph_t g;
-  BENCH_CUDA(cudaStreamEndCapture(s, &g));
-  cudaGraphExec_t exec;
-  BENCH_CUDA(cudaGraphInstantiate(&exec, g, 0));
-  BENCH_CUDA(cudaGraphUpload(exec, s));
-  BENCH_CUDA(cudaGraphDestroy(g));
-  return exec;
+  return bench::captured(s, [&] { enqueue_by_hand(grid, input, output, s, kept); });
 }
 
 // The same pipeline recorded: intermediates as transients, or in `kept` buffers.

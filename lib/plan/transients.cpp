@@ -269,6 +269,25 @@ void check_transients(Plan& plan) {
   lay_out(plan);
 }
 
+namespace {
+// Calls found(offset, transient, word) for each word of `bytes` bytes at `data` pointing into
+// one of `memory`'s transients; throws, naming `who`, for one pointing into another plan's.
+template <class Found>
+void new_value_words(const TransientMemory& memory, const LiveRanges& live, const void* data,
+                     std::size_t bytes, const std::string& who, Found&& found) {
+  for_each_word(data, bytes, [&](std::uint32_t at, std::uintptr_t word) {
+    if (!live.find(word)) return;
+    const std::uint32_t t = memory.find(word);
+    if (t == TransientMemory::none) {
+      throw Error(errc::foreign_handle,
+                  who + ": a new value reaches transient memory (at " + address(word) +
+                      ") this executable does not allocate");
+    }
+    found(at, t, word);
+  });
+}
+}  // namespace
+
 std::vector<TransientSite> find_sites(const TransientMemory& memory, const ArgumentStore& values,
                                       ArgumentStore::Slot first, std::uint32_t count,
                                       const std::string& who) {
@@ -276,16 +295,10 @@ std::vector<TransientSite> find_sites(const TransientMemory& memory, const Argum
   const LiveRanges live;
   if (live.empty()) return sites;
   for (ArgumentStore::Slot s = first; s < first + count; ++s) {
-    for_each_word(values.data(s), values.size(s), [&](std::uint32_t at, std::uintptr_t word) {
-      if (!live.find(word)) return;
-      const std::uint32_t t = memory.find(word);
-      if (t == TransientMemory::none) {
-        throw Error(errc::foreign_handle,
-                    who + ": a new value reaches transient memory (at " + address(word) +
-                        ") this executable does not allocate");
-      }
-      sites.push_back({s, at, t, word - memory.list[t].range->base()});
-    });
+    new_value_words(memory, live, values.data(s), values.size(s), who,
+                    [&](std::uint32_t at, std::uint32_t t, std::uintptr_t word) {
+                      sites.push_back({s, at, t, word - memory.list[t].range->base()});
+                    });
   }
   return sites;
 }
@@ -295,16 +308,8 @@ std::vector<std::uint32_t> transients_reached(const TransientMemory& memory, con
   std::vector<std::uint32_t> reached;
   const LiveRanges live;
   if (live.empty()) return reached;
-  for_each_word(data, bytes, [&](std::uint32_t, std::uintptr_t word) {
-    if (!live.find(word)) return;
-    const std::uint32_t t = memory.find(word);
-    if (t == TransientMemory::none) {
-      throw Error(errc::foreign_handle,
-                  who + ": a new value reaches transient memory (at " + address(word) +
-                      ") this executable does not allocate");
-    }
-    reached.push_back(t);
-  });
+  new_value_words(memory, live, data, bytes, who,
+                  [&](std::uint32_t, std::uint32_t t, std::uintptr_t) { reached.push_back(t); });
   return reached;
 }
 
