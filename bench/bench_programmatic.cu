@@ -41,15 +41,9 @@ void launch_link(dim3 grid, long long cycles, bool programmatic, cudaStream_t st
 
 // The chain captured from a stream, as a careful hand would build it.
 cudaGraphExec_t captured_chain(dim3 grid, long long cycles, bool programmatic, cudaStream_t s) {
-  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < chain; ++i) launch_link(grid, cycles, programmatic, s);
-  cudaGraph_t g;
-  BENCH_CUDA(cudaStreamEndCapture(s, &g));
-  cudaGraphExec_t exec;
-  BENCH_CUDA(cudaGraphInstantiate(&exec, g, 0));
-  BENCH_CUDA(cudaGraphUpload(exec, s));
-  BENCH_CUDA(cudaGraphDestroy(g));
-  return exec;
+  return bench::captured(s, [&] {
+    for (int i = 0; i < chain; ++i) launch_link(grid, cycles, programmatic, s);
+  });
 }
 
 Executable our_chain(dim3 grid, long long cycles, bool programmatic, Backend backend) {

@@ -46,6 +46,19 @@ cudaKernelNodeParams one_thread_node(void (*kernel)(P...), void** args) {
   return p;
 }
 
+/// What `enqueue` enqueues on `s`, captured and instantiated, its upload started.
+inline cudaGraphExec_t captured(cudaStream_t s, const std::function<void()>& enqueue) {
+  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  enqueue();
+  cudaGraph_t g;
+  BENCH_CUDA(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t exec;
+  BENCH_CUDA(cudaGraphInstantiate(&exec, g, 0));
+  BENCH_CUDA(cudaGraphUpload(exec, s));
+  BENCH_CUDA(cudaGraphDestroy(g));
+  return exec;
+}
+
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];

@@ -15,6 +15,7 @@
 #include <cmdgraph/profile.hpp>
 #include <cmdgraph/queue.hpp>
 #include <cmdgraph/semaphore.hpp>
+#include <cmdgraph/transient.hpp>
 #if CMDGRAPH_HAVE_NCCL
 #include <cmdgraph/communicator.hpp>
 #endif

@@ -47,6 +47,7 @@ enum class CommandKind : unsigned char {
   kernel, parallel_for, copy, fill, host, event_record, event_wait, nested, capture, barrier,
   loop, if_then,
   collective,  ///< an NCCL collective or group of peer transfers (builds with NCCL)
+  alloc, free,
 };
 /// The kind's name as the enumerator spells it, e.g. "parallel_for"; never null.
 const char* to_string(CommandKind kind) noexcept;

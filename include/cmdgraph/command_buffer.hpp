@@ -10,6 +10,7 @@
 #include <cmdgraph/detail/views.hpp>
 #include <cmdgraph/event.hpp>
 #include <cmdgraph/memory.hpp>
+#include <cmdgraph/transient.hpp>
 #if CMDGRAPH_HAVE_NCCL
 #include <cmdgraph/communicator.hpp>
 #endif
@@ -133,6 +134,34 @@ class CommandBuffer {
     using T = detail::element_of<Dst>;
     if (auto misfit = detail::fill_misfit<T>(value)) reject_value(CommandKind::fill, *misfit);
     return FillCommand<T>(add_fill(detail::fill_spec(dst, value, count)));
+  }
+
+  /// Transient memory of `count` elements of T, valid from this command to its free() (or to
+  /// the end of each launch when never freed): on a CUDA graph a memory allocation node (CUDA's
+  /// graph memory pool reuses the memory across launches and between allocations whose
+  /// lifetimes do not overlap); on the streams and host backends a place in one arena the
+  /// executable allocates when compiled, shared by transients whose lifetimes never overlap.
+  /// Commands using it must run after this command and before its free (Hazards says how:
+  /// compile() refuses a use before the allocation or after the free, naming both commands).
+  /// Recorded in a buffer that another executes or runs as a body: refused there, with
+  /// Error(unsupported).
+  /// \pre count > 0 (else Error(invalid_argument) naming the command, nothing recorded).
+  /// \post The returned handle names the alloc command and views the memory (see Transient).
+  template <class T>
+  Transient<T> alloc(std::size_t count) {
+    static_assert(std::is_trivially_copyable_v<T>,
+                  "transient memory holds trivially copyable types");
+    const detail::Allocation a = add_alloc(count, sizeof(T), alignof(T));
+    return Transient<T>(a.command, View<T>(static_cast<T*>(a.data), count, MemorySpace::device,
+                                           detail::transient_device));
+  }
+  /// Releases transient memory: no command may use it after this one (each launch's
+  /// allocation ends here). Its bytes may then serve transients allocated after it.
+  /// \pre `memory` was returned by alloc() of this buffer and is not freed yet (else Error:
+  /// foreign_handle, invalid_handle, stale_handle, or invalid_argument naming both commands).
+  template <class T>
+  Command free(const Transient<T>& memory) {
+    return Command(add_free(memory.ref()));
   }
 
   /// Runs `f()` on the host. On CUDA backends it runs on CUDA's callback thread and must not
@@ -306,6 +335,9 @@ class CommandBuffer {
   }
   detail::CommandRef add_collective(const Communicator& comm, const detail::CollectiveSpec& spec);
 #endif
+  detail::Allocation add_alloc(std::size_t count, std::size_t element_size,
+                               std::size_t alignment);
+  detail::CommandRef add_free(detail::CommandRef alloc);
   /// Throws Error(invalid_argument) naming the command of `kind` about to be recorded.
   [[noreturn]] void reject_value(CommandKind kind, const detail::Misfit& misfit) const;
 

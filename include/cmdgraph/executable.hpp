@@ -41,7 +41,8 @@ const char* to_string(Backend backend) noexcept;
 /// writes(), reads_writes(); copies and fills declare theirs themselves). Two accesses
 /// conflict when their byte ranges overlap and one of them writes.
 enum class Hazards : unsigned char {
-  /// validate when any command declares access, off otherwise.
+  /// validate when any command declares access or the buffer allocates transient memory
+  /// (CommandBuffer::alloc), off otherwise.
   automatic,
   /// Adds an edge for every conflicting pair, in recording order (read-after-write,
   /// write-after-read, write-after-write), then reduces; explicit edges still apply.
@@ -50,7 +51,8 @@ enum class Hazards : unsigned char {
   /// throws Error(hazard) listing every unordered pair with both commands, what each touches
   /// and the kind of hazard.
   validate,
-  /// Declarations are kept but not checked.
+  /// Declarations are kept but not checked, except accesses to transient memory: those are
+  /// always validated (transients whose lifetimes the edges keep apart share bytes).
   off,
 };
 
@@ -151,6 +153,13 @@ struct ExecutableStats {
   ProfileMode profile_mode = ProfileMode::off;
   /// Why that mode: e.g. why CUPTI was not usable, so events time the commands.
   std::string profile_reason;
+  /// Transient allocations (CommandBuffer::alloc).
+  std::size_t transients = 0;
+  /// Bytes the transients take at most at once as the plan lays them out (transients whose
+  /// lifetimes the edges keep apart share bytes): the arena the streams and host backends
+  /// allocate when compiling, for the executable's life. A CUDA graph takes its transients
+  /// from CUDA's graph memory pool, which places them itself.
+  std::size_t transient_bytes = 0;
   /// Milliseconds spent building the plan, lowering it for the backend, and instantiating
   /// it (the CUDA graph backend; 0 elsewhere).
   ///@{

@@ -3,6 +3,7 @@
 // re-recorded buffer (check, compare, refuse or take), the profile guard.
 #pragma once
 
+#include "backend/transient_binding.hpp"
 #include "command/argument_store.hpp"
 #include "plan/compare.hpp"
 #include "plan/plan.hpp"
@@ -44,6 +45,18 @@ class ExecutableImpl {
   virtual void apply_update(std::uint32_t c) = 0;
   /// Throws, naming root command `c`, unless this executable's device can reach `r`.
   virtual void check_memory(std::uint32_t c, const MemoryRange& r) const = 0;
+  /// Before update() writes `bytes` bytes at `data` as a value of root command `c`: throws,
+  /// naming `who`, when they reach transient memory `c` does not run within the lifetime of,
+  /// or transient memory of another command buffer.
+  void check_transient_value(std::uint32_t c, const void* data, std::size_t bytes,
+                             const std::string& who) const {
+    transients_.check_value(*plan_, c, data, bytes, who);
+  }
+  /// After update() wrote slots [first, first + count) of arguments_for_update(): their words
+  /// pointing into transients now point where this executable placed them.
+  void rebind_transients(ArgumentStore::Slot first, std::uint32_t count) {
+    if (!transients_.empty()) transients_.rebind_slots(*plan_, first, count, arguments_for_update());
+  }
 
   /// Takes a re-recorded plan: refuses it (naming the command) when this backend cannot run
   /// it, or when its structure differs and `options` do not allow a rebuild; else takes it in
@@ -117,6 +130,10 @@ class ExecutableImpl {
   virtual std::optional<Profile> read_last_profile() const = 0;
 
   void replace_plan(std::shared_ptr<const Plan> plan);
+
+  /// Where the current plan's transients are and which argument words point into them; each
+  /// backend binds them as it places them (update and clone rebind through it).
+  TransientBinding transients_;
   /// Error(update_refused) for this executable: "cannot take the update in place: <why>".
   [[noreturn]] void refuse_update(const std::string& why,
                                   std::vector<std::string> commands = {}, int cuda_status = 0) const;

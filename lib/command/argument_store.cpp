@@ -46,6 +46,12 @@ ArgumentStore::Slot ArgumentStore::add(const KernelParam& param) {
   return static_cast<Slot>(slots_.size() - 1);
 }
 
+void ArgumentStore::truncate(std::size_t count) noexcept {
+  if (count >= slots_.size()) return;
+  used_ = slots_[count].offset;
+  slots_.resize(count);
+}
+
 void ArgumentStore::assign(Slot slot, const void* value) noexcept {
   std::memcpy(data(slot), value, slots_[slot].size);
 }

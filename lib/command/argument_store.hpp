@@ -38,6 +38,8 @@ class ArgumentStore {
   }
   /// Overwrites slot `slot` with a value of the same size.
   void assign(Slot slot, const void* value) noexcept;
+  /// Drops every slot from `count` on (what a command refused as it was recorded stored).
+  void truncate(std::size_t count) noexcept;
 
   void* data(Slot slot) const noexcept { return bytes_.get() + slots_[slot].offset; }
   std::uint32_t size(Slot slot) const noexcept { return slots_[slot].size; }

@@ -72,6 +72,30 @@ void CollectivePayload::implied_access(const ArgumentStore& values,
   }
 }
 
+namespace {
+MemoryAccess whole(const TransientRange& range, AccessMode mode, TransientRole role) {
+  return {.begin = range.base(),
+          .end = range.base() + range.bytes(),
+          .origin = range.base(),
+          .element_size = range.element_size(),
+          .mode = mode,
+          .label = {},
+          .role = role};
+}
+}  // namespace
+
+MemoryAccess transient_use(const TransientRange& range) {
+  return whole(range, AccessMode::read, TransientRole::use);
+}
+
+void AllocPayload::implied_access(const ArgumentStore&, std::vector<MemoryAccess>& out) const {
+  out.push_back(whole(*memory, AccessMode::write, TransientRole::allocation));
+}
+
+void FreePayload::implied_access(const ArgumentStore&, std::vector<MemoryAccess>& out) const {
+  out.push_back(whole(*memory, AccessMode::write, TransientRole::release));
+}
+
 void add_implied_access(const Payload& payload, const ArgumentStore& values,
                         std::vector<MemoryAccess>& out) {
   std::visit(

@@ -11,12 +11,21 @@
 
 namespace cmdgraph::detail {
 
+/// What an access to transient memory (CommandBuffer::alloc) is to its lifetime.
+enum class TransientRole : unsigned char {
+  none,        ///< not an access to transient memory, or a declared one
+  allocation,  ///< the alloc command: writes all of it first
+  use,         ///< a command whose arguments point into it
+  release,     ///< the free command: writes all of it last
+};
+
 struct MemoryAccess {
   std::uintptr_t begin = 0, end = 0;  // the bytes touched: [begin, end)
   std::uintptr_t origin = 0;          // where the view was cut from: element ranges count here
   std::uint32_t element_size = 1;
   AccessMode mode = AccessMode::read;
   std::string label;                  // the user's, or empty
+  TransientRole role = TransientRole::none;
 
   bool writes() const noexcept { return (static_cast<unsigned>(mode) & 2u) != 0; }
   bool reads() const noexcept { return (static_cast<unsigned>(mode) & 1u) != 0; }
@@ -30,6 +39,11 @@ struct MemoryAccess {
 
 /// How a command touching `range` that way touches it (copies and fills, from their specs).
 MemoryAccess access_of(const MemoryRange& range, AccessMode mode);
+
+class TransientRange;
+/// How a command whose arguments point into transient memory `range` touches it, whatever
+/// else it declares: it reads all of it, so it falls between the allocation and the free.
+MemoryAccess transient_use(const TransientRange& range);
 
 /// "reads", "writes" or "reads and writes".
 const char* verb(AccessMode mode) noexcept;

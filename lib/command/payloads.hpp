@@ -6,6 +6,7 @@
 #include "command/memory_access.hpp"
 #include "command/argument_store.hpp"
 #include "command/kind_traits.hpp"
+#include "command/transient_range.hpp"
 
 #include <cmdgraph/detail/collectives.hpp>
 #include <cmdgraph/detail/specs.hpp>
@@ -145,11 +146,32 @@ struct CollectivePayload {
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
 };
 
+/// Transient memory (CommandBuffer::alloc): valid from this command to its free, or to the end
+/// of the launch. Commands reach it through the placeholder `memory`, which each executable
+/// rewrites to where it placed the memory (plan/transients).
+struct AllocPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::alloc, .name = "alloc",
+                                     .dot_shape = "invhouse", .weight = 0,
+                                     .in_device_loop = false};
+  std::shared_ptr<const TransientRange> memory;
+  /// Writes all of it: nothing may touch it before.
+  void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
+};
+
+struct FreePayload {
+  static constexpr KindTraits traits{.kind = CommandKind::free, .name = "free",
+                                     .dot_shape = "house", .weight = 0, .in_device_loop = false};
+  std::shared_ptr<const TransientRange> memory;
+  std::uint32_t alloc;  // the command that allocated it
+  /// Writes all of it: nothing may touch it after.
+  void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
+};
+
 /// Every kind of command, in CommandKind's order.
 using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, FillPayload,
                              HostPayload, EventRecordPayload, EventWaitPayload, NestedPayload,
                              CapturePayload, BarrierPayload, LoopPayload, IfPayload,
-                             CollectivePayload>;
+                             CollectivePayload, AllocPayload, FreePayload>;
 
 /// How a command asked to run, beside what it does.
 struct RunHints {
@@ -164,6 +186,8 @@ struct CommandRecord {
   std::string name;
   std::vector<MemoryAccess> access;  // declared by reads()/writes(); the plan adds the implied ones
   RunHints hints;
+  ArgumentStore::Slot slots_end = 0;  // its values are the slots from the previous command's
+                                      // slots_end to this one
 };
 
 /// Appends what command `payload` touches by its nature (a copy's source and destination, a

@@ -100,4 +100,31 @@ void free_pinned(void* p) noexcept {
   counters::allocation_freed(true);
 }
 
+PoolMemory::PoolMemory(int device, std::size_t bytes, Served served)
+    : device_(device), bytes_(bytes), stream_(create_stream(device, 0, served)),
+      ready_(create_event(device, false, served)) {
+  const ScopedDevice on(device);
+  CMDGRAPH_CUDA(served, cudaMallocAsync, &data_, bytes, stream_.get());
+  counters::allocation_made(false);
+  try {
+    CMDGRAPH_CUDA(served, cudaEventRecord, ready_.get(), stream_.get());
+  } catch (...) {
+    (void)try_call([&] { return cudaFreeAsync(data_, stream_.get()); });
+    counters::allocation_freed(false);
+    throw;
+  }
+}
+
+PoolMemory::~PoolMemory() {
+  try {
+    const ScopedDevice on(device_);
+    if (try_call([&] { return cudaFreeAsync(data_, stream_.get()); }) != cudaSuccess) {
+      clear_error();
+    }
+  } catch (...) {
+    // Freeing never throws; a device that cannot be made current has nothing left to free.
+  }
+  counters::allocation_freed(false);
+}
+
 }  // namespace cmdgraph::detail::cuda

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cuda/check.hpp"
+#include "cuda/handles.hpp"
 
 #include <cmdgraph/device.hpp>
 
@@ -25,5 +26,29 @@ void* allocate_device(int device, std::size_t bytes);
 void free_device(int device, void* p) noexcept;
 void* allocate_pinned(std::size_t bytes);
 void free_pinned(void* p) noexcept;
+
+/// `bytes` bytes of `device`'s memory from its default memory pool (cudaMallocAsync), the
+/// allocation enqueued on a stream of its own so that making one never waits for the device;
+/// work using the memory first waits for ready(). Freed (cudaFreeAsync, on that stream) when
+/// destroyed, which the owner does only once no work uses it. Never throws when destroyed.
+class PoolMemory {
+ public:
+  PoolMemory(int device, std::size_t bytes, Served served);
+  ~PoolMemory();
+  PoolMemory(const PoolMemory&) = delete;
+  PoolMemory& operator=(const PoolMemory&) = delete;
+
+  void* get() const noexcept { return data_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  /// Recorded once the allocation is usable.
+  cudaEvent_t ready() const noexcept { return ready_.get(); }
+
+ private:
+  int device_;
+  std::size_t bytes_;
+  Stream stream_;
+  Event ready_;
+  void* data_ = nullptr;
+};
 
 }  // namespace cmdgraph::detail::cuda

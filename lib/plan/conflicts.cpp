@@ -237,6 +237,7 @@ class Sweep {
 }  // namespace
 
 const std::vector<MemoryAccess>& AccessLists::operator[](std::uint32_t c) const {
+  if (lists_) return (*lists_)[c];
   return c == changed_ ? *replacement_ : plan_.command(c).access;
 }
 

@@ -55,9 +55,36 @@ bool declares_anywhere(const Plan& plan) {
   return false;
 }
 
+// An unordered pair one side of which allocates or frees transient memory, in words about its
+// lifetime; empty for other pairs.
+std::string lifetime_hazard(const Plan& plan, std::uint32_t c, const MemoryAccess& a,
+                            std::uint32_t d, const MemoryAccess& b) {
+  if (b.role == TransientRole::allocation || (b.role == TransientRole::release &&
+                                              a.role != TransientRole::allocation)) {
+    return lifetime_hazard(plan, d, b, c, a);
+  }
+  const std::string memory = "transient memory '" + a.name() + "'";
+  if (a.role == TransientRole::allocation && b.role == TransientRole::release) {
+    return memory + " is freed by '" + plan.name(d) + "' with no path from its allocation '" +
+           plan.name(c) + "' to the free";
+  }
+  if (a.role == TransientRole::allocation) {
+    return "command '" + plan.name(d) + "' uses " + memory + " with no path from its allocation '" +
+           plan.name(c) + "' to it: it may run before the memory exists";
+  }
+  if (a.role == TransientRole::release) {
+    return "command '" + plan.name(d) + "' uses " + memory + " with no path from it to its free '" +
+           plan.name(c) + "': it may run after the memory is released";
+  }
+  return {};
+}
+
 std::string describe(const Plan& plan, const AccessLists& access, const Conflict& k) {
   const MemoryAccess& a = access[k.first][k.first_access];
   const MemoryAccess& b = access[k.second][k.second_access];
+  if (std::string lifetime = lifetime_hazard(plan, k.first, a, k.second, b); !lifetime.empty()) {
+    return lifetime;
+  }
   return "command '" + plan.name(k.first) + "' " + verb(a.mode) + " " + a.describe() +
          " while '" + plan.name(k.second) + "' " + verb(b.mode) + " " + b.describe() +
          " with no path between them (" + hazard_kind(a, b) + ")";
@@ -99,6 +126,7 @@ void collect_access(Plan& plan, Hazards requested) {
     std::vector<MemoryAccess>& access = plan.commands[c].access;
     plan.hazards.declared += access.size();
     add_implied_access(plan.payload(c), plan.arguments, access);
+    add_transient_access(plan, c, access);
     if (const Plan* body = plan.body(c)) {
       for (const CommandRecord& r : body->commands) {
         access.insert(access.end(), r.access.begin(), r.access.end());
@@ -106,9 +134,9 @@ void collect_access(Plan& plan, Hazards requested) {
     }
   }
   share_labels(plan);
-  plan.hazards.applied = requested != Hazards::automatic ? requested
-                         : declares_anywhere(plan)       ? Hazards::validate
-                                                         : Hazards::off;
+  plan.hazards.applied = requested != Hazards::automatic                 ? requested
+                         : declares_anywhere(plan) || !plan.memory.empty() ? Hazards::validate
+                                                                           : Hazards::off;
 }
 
 void infer_edges(Plan& plan) {
@@ -244,6 +272,22 @@ void validate_edges(Plan& plan) {
   }
   plan.hazards.validated = v.validated;
   plan.hazards.unneeded = std::move(v.unneeded);
+}
+
+void validate_transient_edges(Plan& plan) {
+  if (plan.memory.empty()) return;
+  std::vector<std::vector<MemoryAccess>> lists(plan.size());
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    for (const MemoryAccess& a : plan.command(c).access) {
+      if (plan.memory.find(a.begin) != TransientMemory::none) lists[c].push_back(a);
+    }
+  }
+  const AccessLists access(plan, lists);
+  Validation v = check_edges(plan, access);
+  if (!v.unordered.empty()) {
+    throw_hazards(plan, access, std::move(v.unordered),
+                  "command buffer '" + plan.buffer_name + "' has");
+  }
 }
 
 void check_changed_access(const Plan& plan, std::uint32_t c, std::vector<MemoryAccess> access) {

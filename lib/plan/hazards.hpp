@@ -24,12 +24,16 @@ class AccessLists {
   explicit AccessLists(const Plan& plan) : plan_(plan) {}
   AccessLists(const Plan& plan, std::uint32_t changed, const std::vector<MemoryAccess>& access)
       : plan_(plan), changed_(changed), replacement_(&access) {}
+  /// `lists[c]` in place of every command's access.
+  AccessLists(const Plan& plan, const std::vector<std::vector<MemoryAccess>>& lists)
+      : plan_(plan), lists_(&lists) {}
   const std::vector<MemoryAccess>& operator[](std::uint32_t c) const;
 
  private:
   const Plan& plan_;
   std::uint32_t changed_ = ~0u;
   const std::vector<MemoryAccess>* replacement_ = nullptr;
+  const std::vector<std::vector<MemoryAccess>>* lists_ = nullptr;
 };
 
 /// Two commands whose accesses overlap, one of them writing. `first` comes before `second`
@@ -76,9 +80,10 @@ struct HazardSummary {
                                            // on no path between a conflicting pair
 };
 
-/// Fills every command's access in `plan` (declared, implied by copies and fills, its body's
-/// for commands with one) and resolves the mode: automatic is validate when `plan` or a body
-/// declares access.
+/// Fills every command's access in `plan` (declared, implied by copies, fills, allocations and
+/// frees, and by values pointing into transient memory; its body's for commands with one) and
+/// resolves the mode: automatic is validate when `plan` or a body declares access or when
+/// `plan` allocates transient memory.
 void collect_access(Plan& plan, Hazards requested);
 /// Hazards::infer: the edges that order every conflicting pair in recording order, before
 /// the plan is ordered; appends them to plan.edges and records them.
@@ -88,6 +93,10 @@ void infer_edges(Plan& plan);
 /// an edge for each listed pair orders every conflicting pair. Else records the edges that
 /// order none (HazardSummary::unneeded).
 void validate_edges(Plan& plan);
+/// Hazards::off on a plan with transient memory: the check of validate_edges, over the
+/// accesses to transient memory only (they are checked whatever the mode: its bytes are
+/// shared by transients whose lifetimes the edges order).
+void validate_transient_edges(Plan& plan);
 /// Before an update gives command `c` of a compiled `plan` the access `access` (a copy's or
 /// fill's new memory): under validate, Error(hazard) for pairs its edges would leave
 /// unordered; under infer, Error(update_refused) when an edge it lacks would be needed.

@@ -94,7 +94,8 @@ std::vector<Edge> programmatic_among(const Plan& plan, const std::vector<Edge>& 
 
 using PlanCache = std::map<const Recording*, std::shared_ptr<const Plan>>;
 
-std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCache& cache) {
+std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCache& cache,
+                                  bool body) {
   if (const auto hit = cache.find(&rec); hit != cache.end()) return hit->second;
   auto plan = std::make_shared<Plan>();
   plan->recording_id = rec.id();
@@ -107,8 +108,9 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   // at most max_nesting_depth levels deep (the recording refused deeper).
   plan->bodies.resize(n);
   for (std::uint32_t c = 0; c < n; ++c) {
-    if (const auto* body = body_of(plan->payload(c))) plan->bodies[c] = build(**body, hazards, cache);
+    if (const auto* b = body_of(plan->payload(c))) plan->bodies[c] = build(**b, hazards, cache, true);
   }
+  collect_transients(*plan, body);
   collect_access(*plan, hazards);
 
   const std::vector<Edge> full = distinct_edges(rec.edges());
@@ -139,6 +141,8 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   plan->programmatic = programmatic_among(*plan, reduced, full, programmatic);
   compute_levels(*plan);
   if (plan->hazards.applied == Hazards::validate) validate_edges(*plan);
+  if (plan->hazards.applied == Hazards::off) validate_transient_edges(*plan);
+  check_transients(*plan);
   cache.emplace(&rec, plan);
   return plan;
 }
@@ -177,7 +181,7 @@ std::size_t count_prioritised(const Plan& plan) {
 
 std::shared_ptr<const Plan> build_plan(const Recording& recording, Hazards hazards) {
   PlanCache cache;
-  return build(recording, hazards, cache);
+  return build(recording, hazards, cache, false);
 }
 
 }  // namespace cmdgraph::detail

@@ -9,6 +9,7 @@
 #include "command/payloads.hpp"
 #include "plan/adjacency.hpp"
 #include "plan/hazards.hpp"
+#include "plan/transients.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -38,6 +39,7 @@ struct Plan {
   std::vector<std::uint32_t> critical_path;  // a heaviest source-to-sink path
   std::vector<std::shared_ptr<const Plan>> bodies;  // per command: the plan of its body, if any
   HazardSummary hazards;                // what the access analysis did (commands hold access)
+  TransientMemory memory;               // its transients (alloc): uses, lifetimes, arena layout
 
   std::size_t size() const noexcept { return commands.size(); }
   const CommandRecord& command(std::uint32_t c) const { return commands[c]; }

@@ -180,6 +180,43 @@ detail::CommandRef CommandBuffer::add_if(CommandBuffer& body, const detail::Cond
       body.rec_, {rec.arguments().add(spec.condition), spec.host, spec.device_kernel}});
 }
 
+detail::Allocation CommandBuffer::add_alloc(std::size_t count, std::size_t element_size,
+                                           std::size_t alignment) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (count == 0) reject(rec, CommandKind::alloc, "zero-size allocation");
+  if (count > SIZE_MAX / element_size) {
+    reject(rec, CommandKind::alloc,
+           std::to_string(count) + " elements of " + std::to_string(element_size) +
+               " bytes are larger than any memory (the size in bytes overflows size_t)");
+  }
+  // Where executables place transients, offsets are multiples of 256 bytes (CUDA's own
+  // allocation alignment).
+  if (alignment > 256) reject(rec, CommandKind::alloc, "element alignment above 256 bytes");
+  auto memory = std::make_shared<const detail::TransientRange>(
+      count * element_size, static_cast<std::uint32_t>(element_size), rec.id());
+  void* data = memory->data();
+  return {rec.add(detail::AllocPayload{std::move(memory)}), data};
+}
+
+detail::CommandRef CommandBuffer::add_free(detail::CommandRef alloc) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (alloc.recording != rec.id()) {
+    detail::resolve(alloc);  // invalid or stale handles throw here
+    const std::string name = rec.next_name(CommandKind::free);
+    throw Error(errc::foreign_handle,
+                "command buffer '" + rec.name() + "': " + name + ": transient memory '" +
+                    detail::describe_handle(alloc) + "' belongs to another command buffer; "
+                    "free it where it was allocated",
+                {name, detail::describe_handle(alloc)});
+  }
+  rec.require_command(alloc);
+  return rec.add_free(alloc.index);
+}
+
 void CommandBuffer::reject_value(CommandKind kind, const detail::Misfit& misfit) const {
   const Recording& rec = open(rec_);
   cmdgraph::reject(rec, kind, misfit.what + " does not fit " +

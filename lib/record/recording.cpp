@@ -43,6 +43,21 @@ std::string Recording::next_name(CommandKind kind) const {
 }
 
 void Recording::require_nestable(CommandKind kind, const Recording& body) const {
+  if (body.allocations_ > 0) {
+    // A body's allocation would be a graph node inside a child or conditional graph, which
+    // CUDA does not take; one executable places all its transient memory.
+    const auto alloc = std::find_if(body.commands_.begin(), body.commands_.end(),
+                                    [](const CommandRecord& r) {
+                                      return std::holds_alternative<AllocPayload>(r.payload);
+                                    });
+    const std::string name = next_name(kind);
+    throw Error(errc::unsupported,
+                "command buffer " + quoted(name_) + ": " + name + ": '" + body.name() +
+                    "' allocates transient memory (" + quoted(alloc->name) +
+                    "); alloc() and free() belong to the command buffer that is compiled, not "
+                    "to an executed buffer or a body (allocate there and use it inside)",
+                {name, alloc->name});
+  }
   const std::uint32_t depth = std::max(depth_, body.depth() + 1);
   const std::uint64_t expanded = expanded_ + 1 + body.expanded_size() + joins_around(kind);
   if (depth <= max_nesting_depth && expanded <= max_expanded_size) return;
@@ -62,8 +77,29 @@ void Recording::require_nestable(CommandKind kind, const Recording& body) const 
               {name});
 }
 
+void Recording::refuse_foreign_transients(CommandKind kind) {
+  const ArgumentStore::Slot first = commands_.empty() ? 0 : commands_.back().slots_end;
+  if (!any_live_transients()) return;
+  for (ArgumentStore::Slot s = first; s < arguments_.slot_count(); ++s) {
+    bool foreign = false;
+    for_each_word(arguments_.data(s), arguments_.size(s), [&](std::uint32_t, std::uintptr_t w) {
+      const std::uint64_t owner = transient_owner(w);
+      foreign = foreign || (owner != 0 && owner != id_);
+    });
+    if (!foreign) continue;
+    arguments_.truncate(first);  // the refused command leaves nothing behind
+    const std::string name = next_name(kind);
+    throw Error(errc::foreign_handle,
+                "command buffer " + quoted(name_) + ": " + name +
+                    ": a value reaches transient memory of another command buffer; transient "
+                    "memory is used in the buffer that allocates it",
+                {name});
+  }
+}
+
 CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   require_open("record");
+  refuse_foreign_transients(kind_of(payload));
   const auto index = static_cast<std::uint32_t>(commands_.size());
   std::uint32_t depth = depth_;
   std::uint64_t expanded = expanded_ + 1;
@@ -74,8 +110,11 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   std::string name = next_name(kind_of(payload));
   // Make room first: a failed allocation must not leave a command without its barrier edge.
   reserve_edges(1);
-  commands_.push_back({std::move(payload), std::move(name), {}, {}});
+  const bool allocates = std::holds_alternative<AllocPayload>(payload);
+  commands_.push_back({std::move(payload), std::move(name), {}, {},
+                       static_cast<ArgumentStore::Slot>(arguments_.slot_count())});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
+  allocations_ += allocates;
   depth_ = depth;
   expanded_ = expanded;
   return {id_, index};
@@ -85,7 +124,8 @@ CommandRef Recording::add_barrier() {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
   reserve_edges((index - segment_begin_) + 1);
-  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier), {}, {}});
+  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier), {}, {},
+                       static_cast<ArgumentStore::Slot>(arguments_.slot_count())});
   ++expanded_;
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
   for (std::uint32_t i = segment_begin_; i < index; ++i) edges_.push_back({i, index});
@@ -116,6 +156,31 @@ void Recording::require_programmatic(std::uint32_t parent, std::uint32_t child) 
                     "; programmatic edges join kernels (launch, parallel_for)",
                 {command_name(parent), command_name(child)});
   }
+}
+
+CommandRef Recording::add_free(std::uint32_t alloc) {
+  require_open("record");
+  const auto* allocated = std::get_if<AllocPayload>(&commands_[alloc].payload);
+  const std::string name = next_name(CommandKind::free);
+  if (!allocated) {
+    throw Error(errc::invalid_argument,
+                "command buffer " + quoted(name_) + ": " + name + ": command " +
+                    quoted(command_name(alloc)) + " is a " +
+                    std::string(traits(kind_of(commands_[alloc].payload)).name) +
+                    ", not an allocation (free() takes what alloc() returned)",
+                {name, command_name(alloc)});
+  }
+  if (const auto it = freed_.find(alloc); it != freed_.end()) {
+    throw Error(errc::invalid_argument,
+                "command buffer " + quoted(name_) + ": " + name + ": transient memory " +
+                    quoted(command_name(alloc)) + " is already freed by " +
+                    quoted(command_name(it->second)),
+                {name, command_name(alloc), command_name(it->second)});
+  }
+  freed_.reserve(freed_.size() + 1);  // so the insertion below cannot fail after the add
+  const CommandRef ref = add(FreePayload{allocated->memory, alloc});
+  freed_.emplace(alloc, ref.index);
+  return ref;
 }
 
 void Recording::set_priority(std::uint32_t index, PriorityRequest priority) {

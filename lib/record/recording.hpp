@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,12 +33,19 @@ class Recording {
   /// Seals the recording; safe from several threads reading it at once (see ReadGuard).
   void seal() noexcept { sealed_.store(true, std::memory_order_release); }
 
-  /// Appends a command, after the last barrier if there is one. Throws when sealed. A command
-  /// with a body must have passed require_nestable.
+  /// Appends a command, after the last barrier if there is one. Throws when sealed, and
+  /// Error(foreign_handle) naming it, with the values it stored dropped, when one of them
+  /// reaches transient memory of another recording. A command with a body must have passed
+  /// require_nestable.
   CommandRef add(Payload payload);
   /// Throws Error(invalid_argument) naming the next command when running `body` as that
-  /// command would nest deeper than max_nesting_depth or expand past max_expanded_size.
+  /// command would nest deeper than max_nesting_depth or expand past max_expanded_size, and
+  /// Error(unsupported) naming it and the allocation when `body` allocates transient memory.
   void require_nestable(CommandKind kind, const Recording& body) const;
+  /// Appends a free of the transient memory command `alloc` (an index of this recording)
+  /// allocated; Error(invalid_argument) naming both when `alloc` allocates nothing or its
+  /// memory is already freed (naming that free too).
+  CommandRef add_free(std::uint32_t alloc);
   /// Adds parent -> child of `kind`; Error(self_edge) when they are one command.
   void add_edge(std::uint32_t parent, std::uint32_t child, EdgeKind kind = EdgeKind::full);
   /// Error(invalid_argument) naming both unless parent and child may be joined by a
@@ -114,6 +122,8 @@ class Recording {
   };
 
  private:
+  void refuse_foreign_transients(CommandKind kind);
+
   std::uint64_t id_;
   std::string name_;
   std::atomic<bool> sealed_{false};
@@ -125,6 +135,8 @@ class Recording {
   std::uint32_t segment_begin_ = 0;  // first command after the last barrier
   std::uint32_t depth_ = 0;
   std::uint64_t expanded_ = 0;
+  std::uint32_t allocations_ = 0;                          // alloc commands
+  std::unordered_map<std::uint32_t, std::uint32_t> freed_;  // alloc command -> its free
   // Changing and reading calls in progress: each side increments its own count, then looks at
   // the other's (sequentially consistent), so two that overlap cannot both miss each other.
   mutable std::atomic<int> users_{0};

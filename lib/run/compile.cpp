@@ -138,6 +138,8 @@ Executable compile(CommandBuffer& commands, Device device, const CompileOptions&
   add_hazard_counts(*plan, stats);
   stats.edges_reduced = plan->children.edges();
   stats.levels = plan->level_count;
+  stats.transients = plan->memory.list.size();
+  stats.transient_bytes = plan->memory.arena_bytes;
 
   const auto lowering = std::chrono::steady_clock::now();
   auto impl = lower(std::move(plan), device, options, std::move(stats));

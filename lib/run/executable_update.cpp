@@ -9,6 +9,7 @@
 #include <cmdgraph/config.hpp>
 #include <cmdgraph/error.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 #if CMDGRAPH_HAVE_NCCL
@@ -54,6 +55,11 @@ void require(const ExecutableImpl& exe, std::uint32_t c, const std::string& prob
   }
 }
 
+// How errors name an update of root command `c`.
+std::string who(const ExecutableImpl& exe, std::uint32_t c) {
+  return "update of command '" + exe.plan().name(c) + "'";
+}
+
 }  // namespace
 
 void Executable::update_kernel_arguments(detail::CommandRef command,
@@ -61,10 +67,13 @@ void Executable::update_kernel_arguments(detail::CommandRef command,
   ExecutableImpl& exe = impl();
   const ExecutableImpl::Updating updating(exe);
   const auto [c, k] = locate<detail::KernelPayload>(exe, command);
-  detail::ArgumentStore& args = exe.arguments_for_update();
-  for (std::size_t i = 0; i < count && i < k.param_count; ++i) {
-    args.assign(k.first_param + static_cast<std::uint32_t>(i), params[i].value);
+  const auto written = static_cast<std::uint32_t>(std::min<std::size_t>(count, k.param_count));
+  for (std::uint32_t i = 0; i < written; ++i) {
+    exe.check_transient_value(c, params[i].value, params[i].size, who(exe, c));
   }
+  detail::ArgumentStore& args = exe.arguments_for_update();
+  for (std::uint32_t i = 0; i < written; ++i) args.assign(k.first_param + i, params[i].value);
+  exe.rebind_transients(k.first_param, written);
   exe.apply_update(c);
 }
 
@@ -84,9 +93,11 @@ void Executable::update_parallel_for(detail::CommandRef command,
   const ExecutableImpl::Updating updating(exe);
   const auto [c, pf] = locate<detail::ParallelForPayload>(exe, command);
   if (count && *count == 0) require(exe, c, "zero-size range");
+  exe.check_transient_value(c, functor.value, functor.size, who(exe, c));
   detail::ArgumentStore& args = exe.arguments_for_update();
   args.assign(pf.functor, functor.value);
   if (count) args.assign(pf.count(), count);
+  exe.rebind_transients(pf.functor, 1);
   exe.apply_update(c);
 }
 
@@ -100,7 +111,9 @@ void Executable::update_copy(detail::CommandRef command, const detail::CopySpec&
   detail::check_changed_access(exe.plan(), c,
                                {detail::access_of(spec.src, detail::AccessMode::read),
                                 detail::access_of(spec.dst, detail::AccessMode::write)});
+  exe.check_transient_value(c, &spec, sizeof(spec), who(exe, c));
   exe.arguments_for_update().assign(copy.spec, &spec);
+  exe.rebind_transients(copy.spec, 1);
   exe.apply_update(c);
 }
 
@@ -112,7 +125,9 @@ void Executable::update_fill(detail::CommandRef command, const detail::FillSpec&
   exe.check_memory(c, spec.dst);
   detail::check_changed_access(exe.plan(), c,
                                {detail::access_of(spec.dst, detail::AccessMode::write)});
+  exe.check_transient_value(c, &spec, sizeof(spec), who(exe, c));
   exe.arguments_for_update().assign(fill.spec, &spec);
+  exe.rebind_transients(fill.spec, 1);
   exe.apply_update(c);
 }
 

@@ -136,9 +136,10 @@ CommandBuffer& Session::pick_buffer(ByteReader& in) {
 }
 
 View<int> Session::pick_ints(ByteReader& in) {
-  const std::size_t k = in.below(5);
+  const std::size_t k = in.below(6);
   if (k < 3) return pick_view(in, memory_.ints[k]);
   if (k == 3) return memory_.owned[in.below(memory_.owned.size())];
+  if (k == 5 && !transients_.empty()) return transients_[in.below(transients_.size())];
   if (memory_.subviews.empty()) return {};
   return memory_.subviews[in.below(memory_.subviews.size())];
 }
@@ -213,7 +214,7 @@ void Session::record_fill(ByteReader& in) {
 
 void Session::record_other(ByteReader& in) {
   CommandBuffer& cmd = pick_buffer(in);
-  switch (in.below(8)) {
+  switch (in.below(10)) {
     case 0: remember(cmd.barrier()); break;
     case 1: {
       const bool nested = in.flip() && !nested_.empty();
@@ -229,6 +230,23 @@ void Session::record_other(ByteReader& in) {
       const FirstChecks condition{&checks, static_cast<unsigned>(in.below(4))};
       CommandBuffer& body = pick_buffer(in);
       remember(in.flip() ? cmd.loop_while(body, condition) : cmd.if_then(condition, body));
+      break;
+    }
+    case 7: {
+      // Transient memory: copies and fills reach it through pick_ints; compile() must refuse
+      // any use outside its lifetime or in another buffer.
+      const std::size_t count = pick_count(in);
+      Transient<int> t = cmd.alloc<int>(count);
+      expect(count > 0, "a zero-size allocation was recorded");
+      remember(t);
+      if (transients_.size() < 16) transients_.push_back(std::move(t));
+      break;
+    }
+    case 8: {
+      // Of this buffer or another, freed already or not, or an invalid handle.
+      const std::size_t k = in.below(transients_.size() + 1);
+      remember(cmd.free(k < transients_.size() ? transients_[k] : Transient<int>()));
+      expect(k < transients_.size(), "an invalid transient handle was freed");
       break;
     }
     default: {
@@ -294,7 +312,11 @@ void Session::add_edges(ByteReader& in) {
 
 void Session::change_buffer(ByteReader& in) {
   CommandBuffer& cmd = pick_buffer(in);
-  switch (in.below(5)) {
+  const std::size_t change = in.below(5);
+  // A transient's placeholder lives as long as its recording (or a plan of it): views of one
+  // whose buffer ends are dangling, as a view of a destroyed Buffer is.
+  if (change < 4) transients_.clear();
+  switch (change) {
     case 0: cmd.reset(); break;
     case 1: cmd = CommandBuffer(in.name()); break;
     case 2: {

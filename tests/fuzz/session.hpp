@@ -198,6 +198,7 @@ class Session {
   std::vector<FillCommand<int>> fills_;
   std::vector<FillCommand<std::uint8_t>> byte_fills_;
   std::vector<KernelCommand<int, float>> kernels_;
+  std::vector<Transient<int>> transients_;  // of any buffer, freed or not
 };
 
 }  // namespace cmdgraph::fuzz

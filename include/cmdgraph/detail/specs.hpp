@@ -46,6 +46,12 @@ struct ConditionSpec {
   const void* device_kernel;  // null when not recorded in a CUDA translation unit
 };
 
+/// What CommandBuffer::alloc recorded: its command and its placeholder address.
+struct Allocation {
+  CommandRef command;
+  void* data;
+};
+
 /// A range of memory, type-erased.
 struct MemoryRange {
   void* data;

@@ -10,6 +10,7 @@
 #include "sync/event_state.hpp"
 
 #include <cmdgraph/error.hpp>
+#include <cmdgraph/transient.hpp>
 
 #include <algorithm>
 #include <map>
@@ -79,6 +80,9 @@ class Check {
     if (const auto refusal = collective_refusal(p, device_)) refuse(refusal->code, refusal->why);
     for (const MemoryRange& r : collective_memory(p, plan_.arguments)) memory(r, false);
   }
+  // Recorded only at the top of the buffer compiled (the recording refuses them in bodies).
+  void operator()(const AllocPayload&) const {}
+  void operator()(const FreePayload&) const {}
 
   /// Checks every command of `plan` where `within` says it sits.
   static void all(const Plan& plan, const Plan& root, int device, Within within) {
@@ -96,7 +100,10 @@ class Check {
   // A device reaches host memory and its own; a copy may also reach another GPU (a peer
   // copy), for which peer access is opened here.
   void memory(const MemoryRange& r, bool peer_allowed) const {
-    if (r.space != MemorySpace::device || r.device == device_) return;
+    // Transient memory is the executing device's own.
+    if (r.space != MemorySpace::device || r.device == device_ || r.device == transient_device) {
+      return;
+    }
     if (r.device < 0 || r.device >= cuda::device_count()) {
       refuse(errc::device_mismatch,
              "it touches memory of cuda:" + std::to_string(r.device) + ", which does not exist");
@@ -255,6 +262,24 @@ struct GraphForm {
     return site.conditional(cudaGraphCondTypeIf, p.condition);
   }
   cudaGraphNode_t operator()(const CollectivePayload&) const { return site.collective_graph(); }
+  // CUDA's graph memory pool backs the allocation while the graph runs and reuses it across
+  // launches and between allocations whose lifetimes do not overlap.
+  cudaGraphNode_t operator()(const AllocPayload& p) const {
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeMemAlloc);
+    cudaMemAllocNodeParamsV2& a = spec.params.alloc;
+    a.poolProps.allocType = cudaMemAllocationTypePinned;
+    a.poolProps.location.type = cudaMemLocationTypeDevice;
+    a.poolProps.location.id = site.device();
+    a.bytesize = p.memory->bytes();
+    const cudaGraphNode_t node = site.place(spec);
+    site.allocated(a.dptr);  // an out parameter of the node's creation
+    return node;
+  }
+  cudaGraphNode_t operator()(const FreePayload&) const {
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeMemFree);
+    spec.params.free.dptr = site.to_free();
+    return site.place(spec);
+  }
 };
 
 // ---- Stream operations ----
@@ -309,6 +334,9 @@ struct StreamForm {
   void operator()(const CollectivePayload& p) const {
     enqueue_collective(p, site.args, site.stream, site.served);
   }
+  // The executable's arena holds its transients from compile on: ordering only.
+  void operator()(const AllocPayload&) const {}
+  void operator()(const FreePayload&) const {}
 };
 
 }  // namespace

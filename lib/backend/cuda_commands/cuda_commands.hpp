@@ -66,6 +66,11 @@ class GraphSite {
   /// kernel before the node (and, for WHILE, again at the end of every pass).
   virtual cudaGraphNode_t conditional(cudaGraphConditionalNodeType type,
                                       const Condition& condition) = 0;
+  /// The command's memory allocation node returned `address`: later nodes reach its transient
+  /// there.
+  virtual void allocated(void* address) = 0;
+  /// The address of the transient the command frees, as its allocation node returned it.
+  virtual void* to_free() const = 0;
 };
 /// Lowers `payload` to its graph node at `site`.
 cudaGraphNode_t add_graph_node(const Payload& payload, GraphSite& site);

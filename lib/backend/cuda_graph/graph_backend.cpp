@@ -34,11 +34,12 @@ struct Instance {
 
 // Builds and instantiates `plan` with `args` on `device`, profiled as `timing` says, and starts
 // uploading it, so the first launch pays no upload on the host and compile() does not wait for
-// the device. `programmatic`: lower programmatic edges as such. `errors`: another instance's
-// host errors to share (its launches count as ours).
-Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, ProfileMode timing,
-                     bool programmatic, Captures* captures, double* instantiate_ms,
-                     std::shared_ptr<HostErrors> errors = nullptr) {
+// the device. `transients` binds the transients where the graph's allocation nodes put them,
+// rewriting `args`. `programmatic`: lower programmatic edges as such. `errors`: another
+// instance's host errors to share (its launches count as ours).
+Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
+                     int device, ProfileMode timing, bool programmatic, Captures* captures,
+                     double* instantiate_ms, std::shared_ptr<HostErrors> errors = nullptr) {
   const cuda::ScopedDevice on(device);
   const cuda::Served served = cuda::for_executable(plan.buffer_name);
   Instance in;
@@ -46,7 +47,7 @@ Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, Pr
                           : std::make_shared<HostErrors>(
                                 std::max<std::uint32_t>(1, count_host_tasks(plan)));
   GraphBuilder builder(device, in.host_errors.get(), timing, captures, programmatic);
-  in.built = builder.build(plan, args);
+  in.built = builder.build(plan, args, transients);
   std::vector<std::uint64_t> ids;
   if (in.built.cupti) ids = node_ids(*in.built.cupti, served);
 
@@ -70,15 +71,31 @@ Instance instantiate(const Plan& plan, const ArgumentStore& args, int device, Pr
   return in;
 }
 
+// Why an instantiated graph's allocation nodes cannot serve `now`'s transients (one differs
+// in size from `before`'s); empty when they can.
+std::string resized_transient(const Plan& before, const Plan& now) {
+  for (std::uint32_t t = 0; t < now.memory.list.size(); ++t) {
+    const std::size_t was = before.memory.list[t].range->bytes();
+    const std::size_t is = now.memory.list[t].range->bytes();
+    if (was != is) {
+      return "transient memory '" + now.name(now.memory.list[t].alloc) + "' takes " +
+             std::to_string(is) + " bytes, was " + std::to_string(was);
+    }
+  }
+  return {};
+}
+
 class GraphExecutable final : public CudaExecutable {
  public:
-  // `session`: CUPTI's, when stats.profile_mode is cupti. `programmatic`:
-  // CompileOptions::programmatic_edges.
+  // `transients`: the words of `args` pointing into transients (the plan's, or a clone's
+  // source's with its updates). `session`: CUPTI's, when stats.profile_mode is cupti.
+  // `programmatic`: CompileOptions::programmatic_edges.
   GraphExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
-                  ArgumentStore args, unsigned profile_every, bool programmatic,
-                  Captures* captures, cuda::cupti::Session* session)
+                  ArgumentStore args, TransientBinding transients, unsigned profile_every,
+                  bool programmatic, Captures* captures, cuda::cupti::Session* session)
       : CudaExecutable(plan, device, std::move(stats), profile_every), args_(std::move(args)),
         programmatic_(programmatic), session_(session) {
+    transients_ = std::move(transients);
     const int ordinal = device.ordinal();
     const cuda::Served served = cuda::for_executable(plan->buffer_name);
     if (mode() == ProfileMode::cupti) {
@@ -91,12 +108,20 @@ class GraphExecutable final : public CudaExecutable {
       }
       sampled_done_ = cuda::create_event(ordinal, false, served);
     }
-    current_ = instantiate(*plan, args_, ordinal, mode(), programmatic_, captures,
+    if (split() && !plan->memory.list.empty()) {
+      // Two instantiations would each place the transients: one set of arguments cannot
+      // point at both.
+      throw Error(errc::unsupported,
+                  "executable '" + plan->buffer_name + "' allocates transient memory, which "
+                  "timed-event profiling of one launch in N cannot hold; profile every launch, "
+                  "or through CUPTI");
+    }
+    current_ = instantiate(*plan, args_, transients_, ordinal, mode(), programmatic_, captures,
                            &this->stats().instantiate_ms);
     if (split()) {
-      plain_ = std::make_unique<Instance>(instantiate(*plan, args_, ordinal, ProfileMode::off,
-                                                      programmatic_, captures, nullptr,
-                                                      current_.host_errors));
+      plain_ = std::make_unique<Instance>(instantiate(*plan, args_, transients_, ordinal,
+                                                      ProfileMode::off, programmatic_, captures,
+                                                      nullptr, current_.host_errors));
       switched_ = cuda::create_event(ordinal, false, served);
     }
     // One launch in N: collection is switched on around the launches profiled.
@@ -109,7 +134,8 @@ class GraphExecutable final : public CudaExecutable {
   ~GraphExecutable() override { wait_for_launches(); }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_,
+    // A graph of its own: its allocation nodes put its transients elsewhere.
+    return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_, transients_,
                                              profile_every(), programmatic_, nullptr, session_);
   }
 
@@ -213,12 +239,21 @@ class GraphExecutable final : public CudaExecutable {
                     const UpdateOptions& options) override {
     ArgumentStore args = plan->arguments;
     if (difference) return rebuild(std::move(plan), std::move(args), difference.what);
+    if (const std::string resized = resized_transient(this->plan(), *plan); !resized.empty()) {
+      if (!options.reinstantiate_if_needed) refuse_update(resized);
+      return rebuild(std::move(plan), std::move(args), resized);
+    }
     const cuda::ScopedDevice on(ordinal());
+    // The new values reach the transients where the instantiated graph has them.
+    TransientBinding transients(*plan);
+    for (std::uint32_t t = 0; t < plan->memory.list.size(); ++t) {
+      transients.bind(t, transients_.address(t), args);
+    }
     std::vector<BuiltGraph> fresh;
     for (Instance* in : instances()) {
       GraphBuilder builder(ordinal(), current_.host_errors.get(),
                            in == &current_ ? mode() : ProfileMode::off, nullptr, programmatic_);
-      fresh.push_back(builder.build(*plan, args));
+      fresh.push_back(builder.build(*plan, args, transients, true));
       std::string why;
       cudaGraphNode_t at = nullptr;
       const cudaError_t status =
@@ -257,6 +292,7 @@ class GraphExecutable final : public CudaExecutable {
       retire(std::move(old));
     }
     args_ = std::move(args);
+    transients_ = std::move(transients);
     replace_plan_after_launches(std::move(plan));
     return {};
   }
@@ -264,10 +300,12 @@ class GraphExecutable final : public CudaExecutable {
   UpdateResult rebuild(std::shared_ptr<const Plan> plan, ArgumentStore args, std::string why) {
     std::optional<cuda::cupti::Session::Collecting> while_instantiating;
     if (mode() == ProfileMode::cupti && !collecting_) while_instantiating.emplace(*session_);
-    Instance fresh = instantiate(*plan, args, ordinal(), mode(), programmatic_, nullptr, nullptr);
+    TransientBinding transients(*plan);
+    Instance fresh = instantiate(*plan, args, transients, ordinal(), mode(), programmatic_,
+                                 nullptr, nullptr);
     std::unique_ptr<Instance> fresh_plain;
     if (split()) {
-      fresh_plain = std::make_unique<Instance>(instantiate(*plan, args, ordinal(),
+      fresh_plain = std::make_unique<Instance>(instantiate(*plan, args, transients, ordinal(),
                                                            ProfileMode::off, programmatic_,
                                                            nullptr, nullptr, fresh.host_errors));
     }
@@ -276,6 +314,7 @@ class GraphExecutable final : public CudaExecutable {
     if (plain_) retire(std::shared_ptr<Instance>(std::exchange(plain_, std::move(fresh_plain))));
     start_context(current_.context);  // the fresh instance counts its own launches
     args_ = std::move(args);
+    transients_ = std::move(transients);
     replace_plan_after_launches(std::move(plan));
     return {true, std::move(why)};
   }
@@ -313,7 +352,7 @@ std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> 
                              "kernel, copy and fill";
       try {
         return std::make_unique<GraphExecutable>(plan, device, stats, args,
-                                                 options.profile_every,
+                                                 TransientBinding(*plan), options.profile_every,
                                                  options.programmatic_edges, &captures, session);
       } catch (const Error& e) {
         if (asked == ProfileMode::cupti) throw;
@@ -330,9 +369,11 @@ std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> 
     stats.profile_mode = ProfileMode::events;
     stats.profile_reason = "requested";
   }
+  TransientBinding transients(*plan);
   return std::make_unique<GraphExecutable>(std::move(plan), device, std::move(stats),
-                                           std::move(args), options.profile_every,
-                                           options.programmatic_edges, &captures, nullptr);
+                                           std::move(args), std::move(transients),
+                                           options.profile_every, options.programmatic_edges,
+                                           &captures, nullptr);
 }
 
 }  // namespace cmdgraph::detail

@@ -187,6 +187,9 @@ class GraphBuilder::Site final : public GraphSite {
     return builder_.add_conditional(plan_, c_, type, condition, args_, graph_, deps_, timed_,
                                     priority_);
   }
+  // Only the root plan allocates (the recording refuses allocations in bodies).
+  void allocated(void* address) override { builder_.allocated(c_, address); }
+  void* to_free() const override { return builder_.to_free(c_); }
   /// The nearest host-task ancestors the command's dependants inherit.
   const HostAncestors& after() const noexcept { return after_; }
 
@@ -206,10 +209,15 @@ class GraphBuilder::Site final : public GraphSite {
   HostAncestors after_;   // its dependants': itself if a host task, else what it passes on
 };
 
-BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
+BuiltGraph GraphBuilder::build(const Plan& plan, ArgumentStore& args,
+                               TransientBinding& transients, bool bound) {
   BuiltGraph out;
   out_ = &out;
   root_ = &plan;
+  args_ = &args;
+  transients_ = &transients;
+  bound_ = bound;
+  allocations_.assign(plan.memory.list.size(), nullptr);
   out.root = &plan;
   out.graph = cuda::create_graph(cuda::for_executable(plan.buffer_name));
   if (cupti_) out.cupti = std::make_shared<CuptiTiming>();
@@ -221,8 +229,40 @@ BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
     root = cuda::add_node(out.graph.get(), {}, spec, cuda::for_executable(plan.buffer_name));
   }
   add_nodes(plan, args, out.graph.get(), out.nodes, root, profile_, nullptr);
+  free_the_rest(plan);
   out_ = nullptr;
   return out;
+}
+
+void GraphBuilder::allocated(std::uint32_t c, void* address) {
+  const std::uint32_t t = root_->memory.allocated_by(c);
+  allocations_[t] = address;
+  // In topological order: every node reaching the transient comes after this one.
+  if (!bound_) transients_->bind(t, address, *args_);
+}
+
+void* GraphBuilder::to_free(std::uint32_t c) const {
+  // The address this graph's own allocation node returned: CUDA frees only those.
+  return allocations_[root_->memory.released_by(c)];
+}
+
+// A transient never freed lives to the end of the launch: freed after every command, so
+// the next launch allocates it again (CUDA refuses to relaunch a graph whose allocations are
+// still live).
+void GraphBuilder::free_the_rest(const Plan& plan) {
+  std::vector<cudaGraphNode_t> sinks;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (plan.children[c].empty()) sinks.push_back(out_->nodes[c]);
+  }
+  for (std::uint32_t t = 0; t < plan.memory.list.size(); ++t) {
+    if (plan.memory.list[t].release != TransientMemory::none) continue;
+    cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeMemFree);
+    spec.params.free.dptr = allocations_[t];
+    const std::string& name = plan.name(plan.memory.list[t].alloc);
+    out_->origins.push_back({cuda::add_node(out_->graph.get(), sinks, spec, name), &plan,
+                             plan.memory.list[t].alloc});
+    ++out_->node_count;
+  }
 }
 
 cudaGraphNode_t GraphBuilder::add_event_node(cudaGraph_t graph,
@@ -435,6 +475,8 @@ class ExecSite final : public GraphSite {
   cudaGraphNode_t conditional(cudaGraphConditionalNodeType, const Condition&) override {
     return not_updatable();
   }
+  void allocated(void*) override { not_updatable(); }
+  void* to_free() const override { return not_updatable(); }
 
  private:
   [[noreturn]] static std::nullptr_t not_updatable() {

@@ -9,6 +9,7 @@
 #include "backend/cuda_commands/host_callbacks.hpp"
 #include "backend/cuda_launch/cupti_timing.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
+#include "backend/transient_binding.hpp"
 #include "cuda/handles.hpp"
 #include "plan/plan.hpp"
 
@@ -80,8 +81,13 @@ class GraphBuilder {
                bool programmatic = true)
       : device_(device), errors_(errors), profile_(timing == ProfileMode::events),
         cupti_(timing == ProfileMode::cupti), captures_(captures), programmatic_(programmatic) {}
-  /// The graph of `plan` with the values of `args` (the executable's own store).
-  BuiltGraph build(const Plan& plan, const ArgumentStore& args);
+  /// The graph of `plan` with the values of `args` (the executable's own store). Its
+  /// transients are memory allocation nodes: as each is made, `transients` binds the transient
+  /// where CUDA put it, rewriting the words of `args` that point there, unless `bound` (the
+  /// binding already holds an instantiated graph's addresses, for an update in place). Those
+  /// never freed are freed after every command.
+  BuiltGraph build(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
+                   bool bound = false);
   /// Makes node `node` of `exec` take root command `c`'s values in `args` (an updatable kind).
   /// For a collective, returns the graph captured anew, which must live as long as `exec` may
   /// run it; null for other kinds.
@@ -115,6 +121,9 @@ class GraphBuilder {
   void note(cudaGraphNode_t node, std::uint32_t timed, bool expects_record);
   void note_all(cudaGraph_t graph, std::uint32_t timed, cuda::Served served);
   cuda::Stream& capture_stream();
+  void allocated(std::uint32_t c, void* address);
+  void* to_free(std::uint32_t c) const;
+  void free_the_rest(const Plan& plan);
 
   int device_;
   HostErrors* errors_;
@@ -127,6 +136,11 @@ class GraphBuilder {
   BuiltGraph* out_ = nullptr;  // the graph being built
   const Plan* root_ = nullptr;
   cuda::Stream capture_stream_;  // made when a capture runs during the build
+  // Transients of the graph being built: where the arguments point, where its nodes put them.
+  ArgumentStore* args_ = nullptr;
+  TransientBinding* transients_ = nullptr;
+  bool bound_ = false;
+  std::vector<void*> allocations_;  // per transient, as this graph's allocation nodes returned
 };
 
 }  // namespace cmdgraph::detail

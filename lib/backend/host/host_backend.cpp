@@ -122,14 +122,29 @@ std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan
   return program_of(std::move(plan), root);
 }
 
+// The arena of a plan's transients in host memory; null without transients.
+std::shared_ptr<void> host_arena(const Plan& plan) {
+  if (plan.memory.empty()) return nullptr;
+  return {allocate(MemorySpace::host, -1, plan.memory.arena_bytes),
+          [](void* p) { deallocate(MemorySpace::host, -1, p); }};
+}
+
+// An argument store that keeps `arena` alive as long as a launch holds the store: its words
+// point there.
+std::shared_ptr<ArgumentStore> store_over(ArgumentStore values, std::shared_ptr<void> arena) {
+  auto store = std::make_unique<ArgumentStore>(std::move(values));
+  return {store.release(), [arena = std::move(arena)](ArgumentStore* s) { delete s; }};
+}
+
 class HostExecutable final : public ExecutableImpl {
  public:
   HostExecutable(std::shared_ptr<const HostProgram> program, ExecutableStats stats,
                  unsigned profile_every)
       : ExecutableImpl(program->plan, Device::host(), std::move(stats), profile_every),
         program_(std::move(program)),
-        arguments_(std::make_shared<ArgumentStore>(program_->plan->arguments)),
-        profile_(profiling() ? std::make_shared<HostProfileStore>() : nullptr) {}
+        profile_(profiling() ? std::make_shared<HostProfileStore>() : nullptr) {
+    place_transients(*program_->plan, program_->plan->arguments, TransientBinding(*program_->plan));
+  }
 
   ~HostExecutable() override {
     // What the tasks reach may be freed once this returns (DESIGN: destruction waits).
@@ -164,14 +179,15 @@ class HostExecutable final : public ExecutableImpl {
   std::unique_ptr<ExecutableImpl> clone() const override {
     auto copy = std::make_unique<HostExecutable>(program_, stats(), profile_every());
     std::lock_guard lock(mutex_);
-    copy->arguments_ = std::make_shared<ArgumentStore>(*arguments_);
+    // Its own arena, with the values (updates included) pointing there.
+    copy->place_transients(*program_->plan, *arguments_, transients_);
     return copy;
   }
 
   ArgumentStore& arguments_for_update() override {
     // Copy on write: launches in flight hold the store they started with.
     std::lock_guard lock(mutex_);
-    if (arguments_.use_count() > 1) arguments_ = std::make_shared<ArgumentStore>(*arguments_);
+    if (arguments_.use_count() > 1) arguments_ = store_over(*arguments_, arena_);
     return *arguments_;
   }
 
@@ -187,10 +203,10 @@ class HostExecutable final : public ExecutableImpl {
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
                     const UpdateOptions&) override {
     auto program = make_program(plan);
-    auto arguments = std::make_shared<ArgumentStore>(plan->arguments);
     std::lock_guard lock(mutex_);
+    // A fresh arena: launches in flight keep the old one through the stores they hold.
+    place_transients(*plan, plan->arguments, TransientBinding(*plan));
     program_ = std::move(program);
-    arguments_ = std::move(arguments);
     replace_plan(std::move(plan));
     return {static_cast<bool>(difference), difference.what};
   }
@@ -206,8 +222,19 @@ class HostExecutable final : public ExecutableImpl {
     return profile_->last;
   }
 
+  // Takes `values` (of `plan`) with their transients placed in a fresh arena by `binding`.
+  void place_transients(const Plan& plan, const ArgumentStore& values, TransientBinding binding) {
+    std::shared_ptr<void> arena = host_arena(plan);
+    std::shared_ptr<ArgumentStore> arguments = store_over(values, arena);
+    if (arena) binding.bind_arena(plan, arena.get(), *arguments);
+    arena_ = std::move(arena);
+    arguments_ = std::move(arguments);
+    transients_ = std::move(binding);
+  }
+
   std::shared_ptr<const HostProgram> program_;
   mutable std::mutex mutex_;
+  std::shared_ptr<void> arena_;  // the transients' memory, if any
   std::shared_ptr<ArgumentStore> arguments_;
   std::shared_ptr<HostProfileStore> profile_;
   std::shared_ptr<FenceState> last_;

@@ -4,6 +4,8 @@
 #include "backend/host/host_launch.hpp"
 #include "sync/event_state.hpp"
 
+#include <cmdgraph/transient.hpp>
+
 #include <cstring>
 
 namespace cmdgraph::detail {
@@ -62,6 +64,8 @@ struct Refuse {
   }
   HostRefusal operator()(const LoopPayload& p) const { return condition(p.condition); }
   HostRefusal operator()(const IfPayload& p) const { return condition(p.condition); }
+  HostRefusal operator()(const AllocPayload&) const { return {}; }
+  HostRefusal operator()(const FreePayload&) const { return {}; }
   static HostRefusal condition(const Condition& c) {
     if (c.host) return {};
     return {errc::unsupported, "its condition has no host version (__device__ only)"};
@@ -114,12 +118,16 @@ struct Run {
     return launch.run_body(task, p.condition, false);
   }
   HostOutcome operator()(const CollectivePayload&) const { return HostOutcome::failed; }  // refused
+  // The executable placed its transients in its arena when compiled: ordering only.
+  HostOutcome operator()(const AllocPayload&) const { return HostOutcome::ok; }
+  HostOutcome operator()(const FreePayload&) const { return HostOutcome::ok; }
 };
 
 }  // namespace
 
 HostRefusal host_memory_refusal(const MemoryRange& r) {
-  if (r.space != MemorySpace::device) return {};
+  // Transient memory lives where the executable runs: in host memory here.
+  if (r.space != MemorySpace::device || r.device == transient_device) return {};
   return {errc::device_mismatch, "it touches memory of cuda:" + std::to_string(r.device) +
                                      ", which the CPU cannot access"};
 }

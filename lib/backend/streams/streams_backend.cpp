@@ -4,6 +4,7 @@
 #include "backend/cuda_commands/cuda_commands.hpp"
 #include "backend/cuda_launch/cuda_executable.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
+#include "cuda/runtime.hpp"
 #include "cuda/stream_ops.hpp"
 #include "observe/nvtx.hpp"
 #include "plan/flat_plan.hpp"
@@ -119,13 +120,15 @@ std::size_t set_programmatic(std::vector<StreamTask>& tasks, const FlatPlan& fla
 
 class StreamsExecutable final : public CudaExecutable {
  public:
+  /// `transients`: the words of `args` pointing into transients (the plan's, or a clone's
+  /// source's with its updates).
   StreamsExecutable(std::shared_ptr<const Plan> plan, Device device, unsigned max_streams,
                     unsigned profile_every, bool programmatic, ExecutableStats stats,
-                    ArgumentStore args)
+                    ArgumentStore args, TransientBinding transients)
       : CudaExecutable(plan, device, std::move(stats), profile_every), max_streams_(max_streams),
         programmatic_(programmatic) {
     const cuda::ScopedDevice on(device.ordinal());
-    adopt(std::move(plan), std::move(args));
+    adopt(std::move(plan), std::move(args), std::move(transients));
     fork_ = cuda::create_event(device.ordinal(), false);
     done_ = cuda::create_event(device.ordinal(), false);
     auto& s = this->stats();
@@ -140,9 +143,10 @@ class StreamsExecutable final : public CudaExecutable {
   ~StreamsExecutable() override { wait_for_launches(); }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
+    // An arena of its own, the values pointing there.
     return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_,
                                                profile_every(), programmatic_, stats(),
-                                               *arguments_);
+                                               *arguments_, transients_);
   }
 
   std::vector<unsigned> command_lanes() const override {
@@ -174,6 +178,11 @@ class StreamsExecutable final : public CudaExecutable {
       // The previous launch ran from another queue: start after it, as CUDA does for graphs.
       cuda::record_event(done_.get(), previous->stream(), served);
       cuda::wait_event(main, done_.get(), served);
+    }
+    if (arena_pending_) {
+      // Allocated on a stream of its own: the first launch after waits for it, once.
+      cuda::wait_event(main, arena_->ready(), served);
+      arena_pending_ = false;
     }
     if (current_launch().profiled) {
       cuda::record_event(profiling_.launch_start.get(), main, served);
@@ -224,19 +233,27 @@ class StreamsExecutable final : public CudaExecutable {
     ArgumentStore args = plan->arguments;
     const cuda::ScopedDevice on(ordinal());
     std::lock_guard lock(mutex());
-    adopt(std::move(plan), std::move(args));
+    TransientBinding transients(*plan);
+    adopt(std::move(plan), std::move(args), std::move(transients));
     return {static_cast<bool>(difference), difference.what};
   }
 
-  // Takes `plan` with `args`: schedule, per-task preparation, events. What launches in flight
-  // may still use (host callbacks) is kept until they finish.
-  void adopt(std::shared_ptr<const Plan> plan, ArgumentStore args) {
+  // Takes `plan` with `args`: schedule, per-task preparation, events, the transients' arena
+  // (kept when big enough). What launches in flight may still use (host callbacks, an arena
+  // replaced) is kept until they finish.
+  void adopt(std::shared_ptr<const Plan> plan, ArgumentStore args, TransientBinding transients) {
     const int device = ordinal();
     FlatPlan flat = flatten(*plan);
     LaneSchedule schedule = assign_lanes(flat, max_streams_, lane_classes(flat, device));
     auto errors = std::make_shared<HostErrors>(std::max<std::uint32_t>(1, count_host_tasks(*plan)));
     auto callbacks = std::make_shared<HostCallbacks>();
     auto arguments = std::make_unique<ArgumentStore>(std::move(args));
+    std::shared_ptr<cuda::PoolMemory> arena = arena_;
+    const std::size_t needed = plan->memory.arena_bytes;
+    if (needed > 0 && (!arena || arena->bytes() < needed)) {
+      arena = std::make_shared<cuda::PoolMemory>(device, needed, cuda::for_executable(name()));
+    }
+    if (needed > 0) transients.bind_arena(*plan, arena->get(), *arguments);
     std::vector<StreamTask> tasks =
         prepare_tasks(flat, *plan, *arguments, device, *callbacks, errors.get());
     // Profiling records events between tasks: programmatic launches need none between.
@@ -253,6 +270,10 @@ class StreamsExecutable final : public CudaExecutable {
 
     // Nothing above touched this object: commit.
     if (callbacks_) retire(std::make_shared<Keep>(Keep{host_errors_, callbacks_}));
+    if (arena_ && arena != arena_) retire(arena_);
+    if (arena != arena_) arena_pending_ = true;
+    arena_ = std::move(arena);
+    transients_ = std::move(transients);
     flat_ = std::move(flat);
     schedule_ = std::move(schedule);
     host_errors_ = std::move(errors);
@@ -357,6 +378,8 @@ class StreamsExecutable final : public CudaExecutable {
   std::map<int, std::vector<cuda::Stream>> streams_;
   std::map<int, std::vector<cudaStream_t>> handles_;
   std::shared_ptr<EventPool> events_pool_;
+  std::shared_ptr<cuda::PoolMemory> arena_;  // the transients' memory, if any
+  bool arena_pending_ = false;               // no launch has waited for its allocation yet
 };
 
 }  // namespace
@@ -367,9 +390,11 @@ std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> pla
   refuse_device_decided(*plan);
   check_runs_on_device(*plan, device.ordinal());
   ArgumentStore args = plan->arguments;
+  TransientBinding transients(*plan);
   return std::make_unique<StreamsExecutable>(std::move(plan), device, options.max_streams,
                                              options.profile_every, options.programmatic_edges,
-                                             std::move(stats), std::move(args));
+                                             std::move(stats), std::move(args),
+                                             std::move(transients));
 }
 
 }  // namespace cmdgraph::detail

@@ -1,0 +1,336 @@
+// Transient memory in a plan: scanning the recorded values for placeholders, lifetime checks
+// by topological position, and a greedy arena layout over the lifetimes the edges order.
+#include "plan/transients.hpp"
+
+#include "plan/plan.hpp"
+
+#include <cmdgraph/error.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <numeric>
+
+namespace cmdgraph::detail {
+namespace {
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+std::string address(std::uintptr_t p) {
+  char text[2 + 2 * sizeof(p) + 1];
+  std::snprintf(text, sizeof(text), "0x%jx", static_cast<std::uintmax_t>(p));
+  return text;
+}
+
+// The live placeholders of every recording, looked up without the registry's lock.
+class LiveRanges {
+ public:
+  LiveRanges() {
+    if (any_live_transients()) ranges_ = live_transients();
+  }
+  const TransientExtent* find(std::uintptr_t word) const noexcept {
+    auto it = std::upper_bound(
+        ranges_.begin(), ranges_.end(), word,
+        [](std::uintptr_t w, const TransientExtent& r) { return w < r.base; });
+    if (it == ranges_.begin()) return nullptr;
+    --it;
+    return word - it->base <= it->bytes ? &*it : nullptr;
+  }
+  bool empty() const noexcept { return ranges_.empty(); }
+
+ private:
+  std::vector<TransientExtent> ranges_;
+};
+
+[[noreturn]] void refuse_stray(const Plan& plan, std::uint32_t c, std::uintptr_t word, bool body) {
+  const std::string name = body ? plan.buffer_name + "/" + plan.name(c) : plan.name(c);
+  if (body) {
+    throw Error(errc::unsupported,
+                "command " + quoted(name) + " reaches transient memory (at " + address(word) +
+                    ") inside an executed buffer or a body; transient memory reaches only "
+                    "commands recorded in the buffer that allocates it",
+                {name});
+  }
+  throw Error(errc::foreign_handle,
+              "command " + quoted(name) + " reaches transient memory (at " + address(word) +
+                  ") that command buffer " + quoted(plan.buffer_name) +
+                  " does not allocate: a transient of another command buffer, or of one reset "
+                  "since; transient memory is used in the buffer that allocates it",
+              {name});
+}
+
+// The slots [first, end) holding command c's values.
+std::pair<ArgumentStore::Slot, ArgumentStore::Slot> slots_of(const Plan& plan, std::uint32_t c) {
+  return {c == 0 ? 0 : plan.command(c - 1).slots_end, plan.command(c).slots_end};
+}
+
+// ---- Layout ----
+
+// reached[j]: bit i set when transient i's free reaches transient j's allocation by a path.
+std::vector<std::vector<std::uint64_t>> frees_reaching_allocations(const Plan& plan) {
+  const TransientMemory& m = plan.memory;
+  const std::size_t count = m.list.size(), words = (count + 63) / 64;
+  std::vector<std::vector<std::uint64_t>> reached(count, std::vector<std::uint64_t>(words, 0));
+  std::vector<std::uint64_t> bits(plan.size());
+  // 64 frees per pass over the plan, in topological order: memory stays one word per command.
+  for (std::size_t w = 0; w < words; ++w) {
+    std::fill(bits.begin(), bits.end(), 0);
+    for (std::size_t i = w * 64; i < std::min(count, (w + 1) * 64); ++i) {
+      if (m.list[i].release != TransientMemory::none) {
+        bits[m.list[i].release] |= std::uint64_t{1} << (i % 64);
+      }
+    }
+    for (const std::uint32_t v : plan.order) {
+      for (const std::uint32_t p : plan.parents[v]) bits[v] |= bits[p];
+    }
+    for (std::size_t j = 0; j < count; ++j) reached[j][w] = bits[m.list[j].alloc];
+  }
+  return reached;
+}
+
+// Greedy by size: each transient, largest first, takes the lowest offset clear of those
+// placed before it whose lifetimes may overlap its own.
+void lay_out(Plan& plan) {
+  TransientMemory& m = plan.memory;
+  const std::size_t count = m.list.size();
+  const auto reached = frees_reaching_allocations(plan);
+  auto precedes = [&](std::size_t i, std::size_t j) {  // i's free reaches j's allocation
+    return (reached[j][i / 64] >> (i % 64)) & 1u;
+  };
+  std::vector<std::uint32_t> by_size(count);
+  std::iota(by_size.begin(), by_size.end(), 0u);
+  std::stable_sort(by_size.begin(), by_size.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return m.footprint(a) > m.footprint(b);
+  });
+  std::vector<std::uint32_t> placed;
+  std::vector<std::pair<std::size_t, std::size_t>> taken;  // [offset, end) of overlapping ones
+  m.arena_bytes = 0;
+  for (const std::uint32_t i : by_size) {
+    taken.clear();
+    for (const std::uint32_t j : placed) {
+      if (!precedes(i, j) && !precedes(j, i)) {
+        taken.emplace_back(m.list[j].offset, m.list[j].offset + m.footprint(j));
+      }
+    }
+    std::sort(taken.begin(), taken.end());
+    std::size_t offset = 0;
+    for (const auto& [begin, end] : taken) {
+      if (offset + m.footprint(i) <= begin) break;
+      offset = std::max(offset, end);
+    }
+    m.list[i].offset = offset;
+    m.arena_bytes = std::max(m.arena_bytes, offset + m.footprint(i));
+    placed.push_back(i);
+  }
+}
+
+// True when a path of the plan's edges leads from `from` to `to` (or they are one command).
+bool reaches(const Plan& plan, std::uint32_t from, std::uint32_t to) {
+  if (from == to) return true;
+  if (plan.position[from] > plan.position[to]) return false;
+  std::vector<bool> seen(plan.size(), false);
+  std::deque<std::uint32_t> open{from};
+  seen[from] = true;
+  while (!open.empty()) {
+    const std::uint32_t v = open.front();
+    open.pop_front();
+    for (const std::uint32_t k : plan.children[v]) {
+      if (k == to) return true;
+      if (!seen[k] && plan.position[k] < plan.position[to]) {
+        seen[k] = true;
+        open.push_back(k);
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::uint32_t TransientMemory::find(std::uintptr_t word) const noexcept {
+  auto it = std::upper_bound(by_base.begin(), by_base.end(), word,
+                             [this](std::uintptr_t w, std::uint32_t t) {
+                               return w < list[t].range->base();
+                             });
+  if (it == by_base.begin()) return none;
+  --it;
+  return list[*it].range->holds(word) ? *it : none;
+}
+
+std::uint32_t TransientMemory::allocated_by(std::uint32_t c) const noexcept {
+  auto it = std::lower_bound(list.begin(), list.end(), c,
+                             [](const TransientInfo& t, std::uint32_t a) { return t.alloc < a; });
+  return it != list.end() && it->alloc == c ? static_cast<std::uint32_t>(it - list.begin()) : none;
+}
+
+std::uint32_t TransientMemory::released_by(std::uint32_t c) const noexcept {
+  for (std::uint32_t t = 0; t < list.size(); ++t) {
+    if (list[t].release == c) return t;
+  }
+  return none;
+}
+
+std::size_t TransientMemory::footprint(std::uint32_t t) const noexcept {
+  const std::size_t bytes = list[t].range->bytes();
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+void collect_transients(Plan& plan, bool body) {
+  TransientMemory& m = plan.memory;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (const auto* a = std::get_if<AllocPayload>(&plan.payload(c))) {
+      m.list.push_back({c, TransientMemory::none, a->memory, 0});
+    }
+  }
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (const auto* f = std::get_if<FreePayload>(&plan.payload(c))) {
+      m.list[m.allocated_by(f->alloc)].release = c;
+    }
+  }
+  m.by_base.resize(m.list.size());
+  std::iota(m.by_base.begin(), m.by_base.end(), 0u);
+  std::sort(m.by_base.begin(), m.by_base.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return m.list[a].range->base() < m.list[b].range->base();
+  });
+  const LiveRanges live;
+  if (live.empty()) return;  // no placeholder exists anywhere: no value can hold one
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    const auto [first, end] = slots_of(plan, c);
+    for (ArgumentStore::Slot s = first; s < end; ++s) {
+      for_each_word(plan.arguments.data(s), plan.arguments.size(s),
+                    [&](std::uint32_t at, std::uintptr_t word) {
+                      if (!live.find(word)) return;
+                      const std::uint32_t t = m.find(word);
+                      if (t == TransientMemory::none) refuse_stray(plan, c, word, body);
+                      m.sites.push_back({s, at, t, word - m.list[t].range->base()});
+                      m.uses.push_back({c, t});
+                    });
+    }
+  }
+  std::sort(m.uses.begin(), m.uses.end());
+  m.uses.erase(std::unique(m.uses.begin(), m.uses.end()), m.uses.end());
+}
+
+void add_transient_access(const Plan& plan, std::uint32_t c, std::vector<MemoryAccess>& out) {
+  const TransientMemory& m = plan.memory;
+  if (m.empty()) return;
+  auto [first, last] = std::equal_range(m.uses.begin(), m.uses.end(), TransientUse{c, 0},
+                                        [](const TransientUse& a, const TransientUse& b) {
+                                          return a.command < b.command;
+                                        });
+  for (auto it = first; it != last; ++it) {
+    out.push_back(transient_use(*m.list[it->transient].range));
+  }
+  for (MemoryAccess& a : out) {
+    if (a.role == TransientRole::none || !a.label.empty()) continue;
+    if (const std::uint32_t t = m.find(a.begin); t != TransientMemory::none) {
+      a.label = plan.name(m.list[t].alloc);
+    }
+  }
+}
+
+void check_transients(Plan& plan) {
+  const TransientMemory& m = plan.memory;
+  if (m.empty()) return;
+  for (const TransientInfo& t : m.list) {
+    if (t.release != TransientMemory::none && plan.position[t.release] < plan.position[t.alloc]) {
+      throw Error(errc::hazard,
+                  "command buffer " + quoted(plan.buffer_name) + ": transient memory " +
+                      quoted(plan.name(t.alloc)) + " is freed by " + quoted(plan.name(t.release)) +
+                      " before its allocation (the edges order the free first)",
+                  {plan.name(t.release), plan.name(t.alloc)});
+    }
+  }
+  // Every command touching a transient's bytes is ordered with its allocation and free (the
+  // hazard analysis saw to it), so its topological position says on which side it runs.
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    for (const MemoryAccess& a : plan.command(c).access) {
+      const std::uint32_t t = m.find(a.begin);
+      if (t == TransientMemory::none || c == m.list[t].alloc || c == m.list[t].release) continue;
+      const TransientInfo& info = m.list[t];
+      const std::string what = "command buffer " + quoted(plan.buffer_name) + ": command " +
+                               quoted(plan.name(c)) + " uses transient memory " +
+                               quoted(plan.name(info.alloc));
+      if (plan.position[c] < plan.position[info.alloc]) {
+        throw Error(errc::hazard,
+                    what + " before its allocation (the edges order " +
+                        quoted(plan.name(info.alloc)) + " after it)",
+                    {plan.name(c), plan.name(info.alloc)});
+      }
+      if (info.release != TransientMemory::none &&
+          plan.position[c] > plan.position[info.release]) {
+        throw Error(errc::hazard,
+                    what + " after its free (the edges order " + quoted(plan.name(info.release)) +
+                        " before it)",
+                    {plan.name(c), plan.name(info.release)});
+      }
+    }
+  }
+  lay_out(plan);
+}
+
+namespace {
+// Calls found(offset, transient, word) for each word of `bytes` bytes at `data` pointing into
+// one of `memory`'s transients; throws, naming `who`, for one pointing into another plan's.
+template <class Found>
+void new_value_words(const TransientMemory& memory, const LiveRanges& live, const void* data,
+                     std::size_t bytes, const std::string& who, Found&& found) {
+  for_each_word(data, bytes, [&](std::uint32_t at, std::uintptr_t word) {
+    if (!live.find(word)) return;
+    const std::uint32_t t = memory.find(word);
+    if (t == TransientMemory::none) {
+      throw Error(errc::foreign_handle,
+                  who + ": a new value reaches transient memory (at " + address(word) +
+                      ") this executable does not allocate");
+    }
+    found(at, t, word);
+  });
+}
+}  // namespace
+
+std::vector<TransientSite> find_sites(const TransientMemory& memory, const ArgumentStore& values,
+                                      ArgumentStore::Slot first, std::uint32_t count,
+                                      const std::string& who) {
+  std::vector<TransientSite> sites;
+  const LiveRanges live;
+  if (live.empty()) return sites;
+  for (ArgumentStore::Slot s = first; s < first + count; ++s) {
+    new_value_words(memory, live, values.data(s), values.size(s), who,
+                    [&](std::uint32_t at, std::uint32_t t, std::uintptr_t word) {
+                      sites.push_back({s, at, t, word - memory.list[t].range->base()});
+                    });
+  }
+  return sites;
+}
+
+std::vector<std::uint32_t> transients_reached(const TransientMemory& memory, const void* data,
+                                              std::size_t bytes, const std::string& who) {
+  std::vector<std::uint32_t> reached;
+  const LiveRanges live;
+  if (live.empty()) return reached;
+  new_value_words(memory, live, data, bytes, who,
+                  [&](std::uint32_t, std::uint32_t t, std::uintptr_t) { reached.push_back(t); });
+  return reached;
+}
+
+void require_within_lifetime(const Plan& plan, std::uint32_t c, std::uint32_t t,
+                             const std::string& who) {
+  const TransientMemory& m = plan.memory;
+  if (std::binary_search(m.uses.begin(), m.uses.end(), TransientUse{c, t})) return;
+  const TransientInfo& info = m.list[t];
+  if (!reaches(plan, info.alloc, c) || c == info.alloc) {
+    throw Error(errc::hazard,
+                who + " would make it use transient memory " + quoted(plan.name(info.alloc)) +
+                    " with no path from its allocation to it",
+                {plan.name(c), plan.name(info.alloc)});
+  }
+  if (info.release != TransientMemory::none &&
+      (!reaches(plan, c, info.release) || c == info.release)) {
+    throw Error(errc::hazard,
+                who + " would make it use transient memory " + quoted(plan.name(info.alloc)) +
+                    " with no path from it to its free " + quoted(plan.name(info.release)),
+                {plan.name(c), plan.name(info.release)});
+  }
+}
+
+}  // namespace cmdgraph::detail
