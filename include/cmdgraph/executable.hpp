@@ -88,6 +88,11 @@ struct ExecutableStats {
   /// that order no conflicting pair: candidates to drop for more overlap (Hazards::validate;
   /// a lint, not an error). Edges to or from commands that touch no memory are not judged.
   std::size_t edges_unneeded = 0;
+  /// Conditional commands (loop_while, if_then, if_else, switch_on), bodies included.
+  std::size_t conditionals = 0;
+  /// Graphs the streams backend launches per launch, one for each conditional command outside
+  /// a conditional body (0 on other backends).
+  std::size_t conditional_graphs = 0;
   /// Milliseconds spent building the plan, lowering it for the backend, and instantiating
   /// it (the CUDA graph backend; 0 elsewhere).
   ///@{

@@ -66,8 +66,10 @@ namespace graph_detail {
 cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaStream_t upload_stream,
                         std::string& result, cudaGraphNode_t& error_node) {
   cudaGraphInstantiateParams params{};
-  params.flags = cudaGraphInstantiateFlagUpload;
-  params.uploadStream = upload_stream;
+  if (upload_stream) {
+    params.flags = cudaGraphInstantiateFlagUpload;
+    params.uploadStream = upload_stream;
+  }
   const cudaError_t status =
       try_call([&] { return cudaGraphInstantiateWithParams(exec, graph, &params); });
   result = to_string(params.result_out);

@@ -44,8 +44,9 @@ void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served
 /// A handle for the conditional nodes of `graph`, starting at 0 before every launch.
 cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served);
 
-/// Instantiates `graph` and starts uploading it on `upload_stream`. On failure throws,
-/// naming `name_of(error node)` as the command when CUDA says which node failed.
+/// Instantiates `graph` and starts uploading it on `upload_stream` (when null, its first
+/// launch uploads it). On failure throws, naming `name_of(error node)` as the command when
+/// CUDA says which node failed.
 template <class NameOf>
 GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, Served served,
                       NameOf&& name_of);

@@ -49,8 +49,13 @@ Difference difference_in(const Plan& before, const Plan& now, const Roots& roots
     if (!std::equal(ka.begin(), ka.end(), kb.begin(), kb.end())) {
       return differs(edge_difference(before, now, c, roots));
     }
-    if (before.body(c)) {
-      if (Difference inner = difference_in(*before.body(c), *now.body(c), roots)) return inner;
+    const auto was = before.bodies_of(c), is = now.bodies_of(c);
+    if (was.size() != is.size()) {
+      return differs("runs " + std::to_string(is.size()) + " bodies, ran " +
+                     std::to_string(was.size()));
+    }
+    for (std::size_t b = 0; b < was.size(); ++b) {
+      if (Difference inner = difference_in(*was[b], *is[b], roots)) return inner;
     }
   }
   if (before.size() == now.size()) return {};

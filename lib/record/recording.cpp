@@ -42,21 +42,34 @@ std::string Recording::next_name(CommandKind kind) const {
   return std::string(traits(kind).name) + "#" + std::to_string(commands_.size());
 }
 
-void Recording::require_nestable(CommandKind kind, const Recording& body) const {
-  const std::uint32_t depth = std::max(depth_, body.depth() + 1);
-  const std::uint64_t expanded = expanded_ + 1 + body.expanded_size() + joins_around(kind);
+void Recording::require_nestable(CommandKind kind,
+                                 std::span<const Recording* const> bodies) const {
+  std::uint32_t depth = depth_;
+  std::uint64_t expanded = expanded_ + 1 + joins_around(kind);
+  const Recording* deepest = nullptr;
+  for (const Recording* body : bodies) {
+    if (body->depth() + 1 > depth) {
+      depth = body->depth() + 1;
+      deepest = body;
+    }
+    expanded += body->expanded_size();
+  }
   if (depth <= max_nesting_depth && expanded <= max_expanded_size) return;
   const std::string name = next_name(kind);
   const std::string where = "command buffer " + quoted(name_) + ": " + name + ": ";
   if (depth > max_nesting_depth) {
     throw Error(errc::invalid_argument,
-                where + "running '" + body.name() + "' here nests " + std::to_string(depth) +
-                    " levels of executed buffers and loop bodies; at most " +
+                where + "running '" + deepest->name() + "' here nests " + std::to_string(depth) +
+                    " levels of executed buffers and conditional bodies; at most " +
                     std::to_string(max_nesting_depth) + " are supported",
                 {name});
   }
+  std::string running;
+  for (const Recording* body : bodies) {
+    running += (running.empty() ? "'" : ", '") + body->name() + "'";
+  }
   throw Error(errc::invalid_argument,
-              where + "executing '" + body.name() + "' here makes " + std::to_string(expanded) +
+              where + "running " + running + " here makes " + std::to_string(expanded) +
                   " commands once executed buffers are expanded; at most " +
                   std::to_string(max_expanded_size) + " are supported",
               {name});
@@ -67,9 +80,11 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   const auto index = static_cast<std::uint32_t>(commands_.size());
   std::uint32_t depth = depth_;
   std::uint64_t expanded = expanded_ + 1;
-  if (const auto* body = body_of(payload)) {
-    depth = std::max(depth, (*body)->depth() + 1);
-    expanded += (*body)->expanded_size() + joins_around(kind_of(payload));
+  const auto bodies = bodies_of(payload);
+  if (!bodies.empty()) expanded += joins_around(kind_of(payload));
+  for (const auto& body : bodies) {
+    depth = std::max(depth, body->depth() + 1);
+    expanded += body->expanded_size();
   }
   std::string name = next_name(kind_of(payload));
   // Make room first: a failed allocation must not leave a command without its barrier edge.

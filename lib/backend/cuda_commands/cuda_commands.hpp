@@ -19,8 +19,8 @@ namespace cmdgraph::detail {
 
 /// Throws, naming the first command of `plan` (bodies included) that cannot run on CUDA
 /// device `device`: a parallel_for without a device version, a recorded event of another
-/// device (waiting for one is fine), memory of another device outside a copy, what a loop body
-/// cannot hold. Opens peer access for copies that reach another device.
+/// device (waiting for one is fine), memory of another device outside a copy, what the body of
+/// a conditional command cannot hold. Opens peer access for copies that reach another device.
 void check_runs_on_device(const Plan& plan, int device);
 /// Throws unless memory `r` can be reached by root command `c` on CUDA device `device`.
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device);
@@ -53,8 +53,9 @@ class GraphSite {
   /// A child graph node running the command's body; a node for the graph a capture made.
   virtual cudaGraphNode_t body_graph() = 0;
   virtual cudaGraphNode_t captured_graph() = 0;
-  /// A conditional node of `type` over the command's body, its handle set by `condition`'s
-  /// kernel before the node (and, for WHILE, again at the end of every pass).
+  /// A conditional node of `type` over the command's bodies (one body graph each), its handle
+  /// set by `condition`'s kernel before the node (and, for WHILE, again at the end of every
+  /// pass).
   virtual cudaGraphNode_t conditional(cudaGraphConditionalNodeType type,
                                       const Condition& condition) = 0;
 };
@@ -67,6 +68,7 @@ struct StreamSite {
   const ArgumentStore& args;
   const KernelLaunch* kernel;  // for kinds that run one kernel
   HostCallback* callback;      // for host tasks
+  cudaGraphExec_t graph;       // for conditional commands: their own instantiated graph
   cuda::Served served;
 };
 /// Enqueues `payload` on `site.stream`.

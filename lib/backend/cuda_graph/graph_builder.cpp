@@ -44,7 +44,7 @@ void capture_in(const Plan& plan, const Plan& root, cudaStream_t stream, Capture
       cuda::Graph g = capture_on(plan, c, command_label(plan, c, root), stream, out.refusal);
       if (g) out.graphs.emplace(std::make_pair(&plan, c), std::move(g));
     }
-    if (const Plan* body = plan.body(c)) capture_in(*body, root, stream, out);
+    for (const auto& body : plan.bodies_of(c)) capture_in(*body, root, stream, out);
   }
 }
 
@@ -91,7 +91,7 @@ class GraphBuilder::Site final : public GraphSite {
     return callback;
   }
   cudaGraphNode_t body_graph() override {
-    const Plan& body = *plan_.body(c_);
+    const Plan& body = *plan_.bodies_of(c_).front();
     cuda::Graph child = cuda::create_graph(name_);
     std::vector<cudaGraphNode_t> nodes;
     after_ = builder_.add_nodes(body, body.arguments, child.get(), nodes, nullptr,
@@ -127,6 +127,21 @@ class GraphBuilder::Site final : public GraphSite {
   HostAncestors before_;  // the command's nearest host-task ancestors
   HostAncestors after_;   // its dependants': itself if a host task, else what it passes on
 };
+
+BuiltGraph GraphBuilder::build_command(const Plan& root, const Plan& plan, std::uint32_t c,
+                                       const ArgumentStore& args) {
+  BuiltGraph out;
+  out_ = &out;
+  root_ = &root;
+  out.root = &root;
+  out.graph = cuda::create_graph(cuda::for_executable(root.buffer_name));
+  Site site(*this, plan, c, args, out.graph.get(), {}, nullptr);
+  out.nodes.assign(1, add_graph_node(plan.payload(c), site));
+  out.origins.push_back({out.nodes[0], &plan, c});
+  ++out.node_count;
+  out_ = nullptr;
+  return out;
+}
 
 BuiltGraph GraphBuilder::build(const Plan& plan, const ArgumentStore& args) {
   BuiltGraph out;
@@ -200,8 +215,9 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   return merged(parents);
 }
 
-// A one-thread kernel sets the condition before the conditional node; a WHILE body ends with
-// the same kernel setting it for the next pass. The passes never return to the host.
+// A one-thread kernel sets the condition before the conditional node, whose body graphs are
+// the command's bodies in its kind's order; a WHILE body ends with the same kernel setting it
+// for the next pass. The passes never return to the host.
 cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
                                               cudaGraphConditionalNodeType type,
                                               const Condition& condition,
@@ -218,19 +234,20 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
   check.params.kernel.kernelParams = params;
   const cudaGraphNode_t first = cuda::add_node(graph, deps, check, name);
 
+  const auto bodies = plan.bodies_of(c);
   cuda::NodeSpec conditional = cuda::NodeSpec::of(cudaGraphNodeTypeConditional);
   conditional.params.conditional.handle = handle;
   conditional.params.conditional.type = type;
-  conditional.params.conditional.size = 1;
+  conditional.params.conditional.size = static_cast<unsigned>(bodies.size());
   const cudaGraphNode_t node = cuda::add_node(graph, {&first, 1}, conditional, name);
-  cudaGraph_t body_graph = conditional.params.conditional.phGraph_out[0];
-
-  const Plan& body = *plan.body(c);
-  std::vector<cudaGraphNode_t> body_nodes;
-  add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr);
   out_->origins.push_back({first, &plan, c});
   ++out_->node_count;
-  if (type == cudaGraphCondTypeWhile) {
+  for (std::size_t b = 0; b < bodies.size(); ++b) {
+    const Plan& body = *bodies[b];
+    cudaGraph_t body_graph = conditional.params.conditional.phGraph_out[b];
+    std::vector<cudaGraphNode_t> body_nodes;
+    add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr);
+    if (type != cudaGraphCondTypeWhile) continue;
     std::vector<cudaGraphNode_t> last;  // the body's sinks
     for (std::uint32_t k = 0; k < body.size(); ++k) {
       if (body.children[k].empty()) last.push_back(body_nodes[k]);

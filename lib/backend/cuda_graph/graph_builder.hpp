@@ -1,7 +1,8 @@
 // GraphBuilder: a plan as a cudaGraph_t, one node per command (each kind's node comes from
 // cuda_commands), edges from the plan's transitive reduction. Bodies of executed buffers become
-// child graphs, captures child graphs of what they enqueued, loops conditional WHILE nodes;
-// profiling adds timed event nodes around every command.
+// child graphs, captures child graphs of what they enqueued, conditional commands conditional
+// WHILE, IF and SWITCH nodes; profiling adds timed event nodes around every command. The
+// streams backend builds its conditional commands here too, each a graph of its own.
 #pragma once
 
 #include "backend/cuda_commands/cuda_commands.hpp"
@@ -62,6 +63,11 @@ class GraphBuilder {
       : device_(device), errors_(errors), profile_(profile), captures_(captures) {}
   /// The graph of `plan` with the values of `args` (the executable's own store).
   BuiltGraph build(const Plan& plan, const ArgumentStore& args);
+  /// A graph of command `c` of `plan` alone (a part of executable `root`, which names it),
+  /// with the values of `args`: how the streams backend runs a conditional command. Its one
+  /// top-level node is nodes[0]; profiling adds no event nodes.
+  BuiltGraph build_command(const Plan& root, const Plan& plan, std::uint32_t c,
+                           const ArgumentStore& args);
   /// Makes node `node` of `exec` take root command `c`'s values in `args` (an updatable kind).
   static void update_node(const Plan& plan, std::uint32_t c, const ArgumentStore& args,
                           int device, cudaGraphExec_t exec, cudaGraphNode_t node);
@@ -69,7 +75,7 @@ class GraphBuilder {
  private:
   class Site;
   /// Adds a node per command of `plan` to `graph`; with `profiled`, timed event nodes around
-  /// each (never inside loop bodies, where CUDA allows no event nodes). `entry`: the nearest
+  /// each (never inside conditional bodies, where CUDA allows no event nodes). `entry`: the nearest
   /// host-task ancestors of the plan's sources; returns those of what follows its sinks.
   HostAncestors add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
                           std::vector<cudaGraphNode_t>& nodes, cudaGraphNode_t root,

@@ -164,7 +164,7 @@ namespace {
 void collect_device_code(const Plan& plan, const Plan& root, std::vector<std::string>& out) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (traits(plan.kind(c)).runs_device_code) out.push_back(command_label(plan, c, root));
-    if (const Plan* body = plan.body(c)) collect_device_code(*body, root, out);
+    for (const auto& body : plan.bodies_of(c)) collect_device_code(*body, root, out);
   }
 }
 }  // namespace

@@ -59,9 +59,12 @@ struct Refuse {
   HostRefusal operator()(const BarrierPayload&) const { return {}; }
   HostRefusal operator()(const LoopPayload& p) const { return condition(p.condition); }
   HostRefusal operator()(const IfPayload& p) const { return condition(p.condition); }
+  HostRefusal operator()(const IfElsePayload& p) const { return condition(p.condition); }
+  HostRefusal operator()(const SwitchPayload& p) const { return condition(p.condition); }
   static HostRefusal condition(const Condition& c) {
     if (c.host) return {};
-    return {errc::unsupported, "its condition has no host version (__device__ only)"};
+    return {errc::unsupported,
+            "its condition or selector has no host version (__device__ only)"};
   }
 };
 
@@ -104,12 +107,14 @@ struct Run {
   }
   HostOutcome operator()(const CapturePayload&) const { return HostOutcome::failed; }  // refused
   HostOutcome operator()(const BarrierPayload&) const { return HostOutcome::ok; }
-  HostOutcome operator()(const LoopPayload& p) const {
-    return launch.run_body(task, p.condition, true);
+  template <class P>
+  HostOutcome conditional(const P& p) const {
+    return launch.run_conditional(task, p.condition, P::branching);
   }
-  HostOutcome operator()(const IfPayload& p) const {
-    return launch.run_body(task, p.condition, false);
-  }
+  HostOutcome operator()(const LoopPayload& p) const { return conditional(p); }
+  HostOutcome operator()(const IfPayload& p) const { return conditional(p); }
+  HostOutcome operator()(const IfElsePayload& p) const { return conditional(p); }
+  HostOutcome operator()(const SwitchPayload& p) const { return conditional(p); }
 };
 
 }  // namespace

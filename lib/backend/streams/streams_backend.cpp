@@ -2,8 +2,10 @@
 #include "backend/streams/streams_backend.hpp"
 
 #include "backend/cuda_commands/cuda_commands.hpp"
+#include "backend/cuda_graph/graph_builder.hpp"
 #include "backend/cuda_launch/cuda_executable.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
+#include "cuda/graph_ops.hpp"
 #include "cuda/stream_ops.hpp"
 #include "observe/nvtx.hpp"
 #include "plan/flat_plan.hpp"
@@ -17,17 +19,14 @@
 namespace cmdgraph::detail {
 namespace {
 
-// The host enqueues stream work one command at a time, ahead of the GPU: a body whose runs
-// depend on values the GPU computes needs a CUDA graph's conditional node or the host.
-void refuse_device_decided(const Plan& plan) {
-  const auto decided = find_command(plan, [](const KindTraits& t) { return t.device_decided; });
-  if (decided) {
-    throw Error(errc::unsupported,
-                "command '" + *decided + "' cannot run on the streams backend: a body run as a "
-                "condition says needs a CUDA graph (a conditional node) or the host backend",
-                {*decided});
-  }
-}
+// The host enqueues stream work ahead of the GPU, so a body whose runs depend on values the GPU
+// computes is decided on the device: each conditional command is a graph of its own (its
+// condition kernel, its conditional node, its bodies), built as the graph backend builds one,
+// instantiated once and launched on its task's stream in order with the rest.
+struct ConditionalGraph {
+  BuiltGraph built;  // what `exec` was instantiated from or last updated with
+  cuda::GraphExec exec;
+};
 
 // One flat task as it is enqueued, prepared at compile time.
 struct StreamTask {
@@ -36,6 +35,7 @@ struct StreamTask {
   std::string name;
   std::optional<KernelLaunch> kernel;  // kinds that run one kernel
   HostCallback* callback = nullptr;    // host tasks
+  std::shared_ptr<ConditionalGraph> graph;  // conditional commands
 };
 
 std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
@@ -51,7 +51,7 @@ std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
     parents.clear();
     for (std::uint32_t p : flat.parents[i]) parents.push_back(after[p]);
     after[i] = merged(parents);
-    StreamTask s{&t, t.plan == &root ? &root_args : &t.plan->arguments, {}, {}, nullptr};
+    StreamTask s{&t, t.plan == &root ? &root_args : &t.plan->arguments, {}, {}, nullptr, {}};
     if (!t.is_join()) {
       s.name = command_label(*t.plan, t.command, root);
       const Payload& payload = t.plan->payload(t.command);
@@ -81,6 +81,8 @@ class StreamsExecutable final : public CudaExecutable {
     s.events = schedule_.event_count();
     s.event_waits = schedule_.wait_count();
     s.cross_stream_edges = schedule_.cross_edges;
+    s.conditional_graphs = static_cast<std::size_t>(
+        std::count_if(tasks_.begin(), tasks_.end(), [](const StreamTask& t) { return t.graph; }));
   }
   ~StreamsExecutable() override { wait_for_launches(); }
 
@@ -105,11 +107,6 @@ class StreamsExecutable final : public CudaExecutable {
   }
 
  private:
-  void check_runs(const Plan& plan) const override {
-    refuse_device_decided(plan);
-    CudaExecutable::check_runs(plan);
-  }
-
   void enqueue(CudaQueue& queue, CudaQueue* previous) override {
     const std::vector<cudaStream_t>& lanes = lanes_for(queue);
     cudaStream_t main = lanes[0];
@@ -141,7 +138,11 @@ class StreamsExecutable final : public CudaExecutable {
       for (cudaEvent_t e : profiling_.before[t]) cuda::record_event(e, s, served);
     }
     if (!task.task->is_join()) {
-      const StreamSite site{s, *task.args, task.kernel ? &*task.kernel : nullptr, task.callback,
+      const StreamSite site{s,
+                            *task.args,
+                            task.kernel ? &*task.kernel : nullptr,
+                            task.callback,
+                            task.graph ? task.graph->exec.get() : nullptr,
                             served};
       enqueue_on_stream(task.task->plan->payload(task.task->command), site);
     }
@@ -159,17 +160,25 @@ class StreamsExecutable final : public CudaExecutable {
   }
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
-                    const UpdateOptions&) override {
+                    const UpdateOptions& options) override {
     ArgumentStore args = plan->arguments;
     const cuda::ScopedDevice on(ordinal());
     std::lock_guard lock(mutex());
-    adopt(std::move(plan), std::move(args));
-    return {static_cast<bool>(difference), difference.what};
+    if (difference) {
+      adopt(std::move(plan), std::move(args));
+      return {true, difference.what};
+    }
+    std::string why = adopt(std::move(plan), std::move(args), &options);
+    return {!why.empty(), std::move(why)};
   }
 
-  // Takes `plan` with `args`: schedule, per-task preparation, events. What launches in flight
-  // may still use (host callbacks) is kept until they finish.
-  void adopt(std::shared_ptr<const Plan> plan, ArgumentStore args) {
+  // Takes `plan` with `args`: schedule, per-task preparation, events, the graphs of conditional
+  // commands. With `in_place` (a plan of the current one's structure), each graph takes the new
+  // values in place where CUDA accepts them; see attach_graphs. What launches in flight may
+  // still use (host callbacks, graphs replaced) is kept until they finish. Returns why a graph
+  // was re-instantiated, if one was.
+  std::string adopt(std::shared_ptr<const Plan> plan, ArgumentStore args,
+                    const UpdateOptions* in_place = nullptr) {
     const int device = ordinal();
     FlatPlan flat = flatten(*plan);
     LaneSchedule schedule = assign_lanes(flat, max_streams_);
@@ -186,9 +195,17 @@ class StreamsExecutable final : public CudaExecutable {
     if (profiling()) timers = make_profiling(flat, schedule, device);
     auto context = launch_context(*plan, device, errors,
                                   events_pool_ ? events_pool_ : std::make_shared<EventPool>(device));
+    // Last: graphs taken in place are rolled back when this fails, and nothing after it can.
+    std::string why = attach_graphs(tasks, *plan, in_place);
 
-    // Nothing above touched this object: commit.
-    if (callbacks_) retire(std::make_shared<Keep>(Keep{host_errors_, callbacks_}));
+    // Nothing above touched this object, but for graphs updated in place: commit.
+    if (callbacks_) {
+      auto keep = std::make_shared<Keep>(Keep{host_errors_, callbacks_, {}});
+      for (const StreamTask& t : tasks_) {
+        if (t.graph) keep->graphs.push_back(t.graph);
+      }
+      retire(std::move(keep));
+    }
     flat_ = std::move(flat);
     schedule_ = std::move(schedule);
     host_errors_ = std::move(errors);
@@ -201,6 +218,69 @@ class StreamsExecutable final : public CudaExecutable {
     start_context(std::move(context));
     forks_ = std::any_of(schedule_.fork_wait.begin(), schedule_.fork_wait.end(), [](auto f) { return f; });
     replace_plan(std::move(plan));
+    return why;
+  }
+
+  // Gives every conditional task of `tasks` its graph, built with its values. With `in_place`,
+  // `tasks` has the structure of tasks_ (task for task): each graph is taken into the current
+  // task's instantiation where CUDA accepts it; where CUDA refuses, it is instantiated afresh
+  // when `in_place` allows a rebuild, else Error(update_refused) names the command and every
+  // graph taken so far is set back. Returns why a graph was instantiated afresh, if one was.
+  std::string attach_graphs(std::vector<StreamTask>& tasks, const Plan& root,
+                            const UpdateOptions* in_place) {
+    GraphBuilder builder(ordinal(), nullptr, false);
+    struct Taken {
+      ConditionalGraph* graph;
+      BuiltGraph fresh;
+    };
+    std::vector<Taken> taken;
+    auto set_back = [&taken]() noexcept {
+      for (Taken& t : taken) {
+        std::string ignored;
+        cudaGraphNode_t at = nullptr;
+        cuda::update_exec(t.graph->exec.get(), t.graph->built.graph.get(), ignored, at);
+      }
+    };
+    std::string why;
+    try {
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        StreamTask& task = tasks[i];
+        const FlatTask& t = *task.task;
+        if (t.is_join() || !traits(t.plan->kind(t.command)).conditional) continue;
+        BuiltGraph fresh = builder.build_command(root, *t.plan, t.command, *task.args);
+        if (in_place && i < tasks_.size() && tasks_[i].graph) {
+          const std::shared_ptr<ConditionalGraph>& current = tasks_[i].graph;
+          std::string refused;
+          cudaGraphNode_t at = nullptr;
+          const cudaError_t status =
+              cuda::update_exec(current->exec.get(), fresh.graph.get(), refused, at);
+          if (status == cudaSuccess) {
+            task.graph = current;
+            taken.push_back({current.get(), std::move(fresh)});
+            continue;
+          }
+          const std::string named = fresh.name_of(at);
+          const std::string command = named.empty() ? task.name : named;
+          const std::string reason =
+              "CUDA refused the update (" + refused + ") at command '" + command + "'";
+          if (!in_place->reinstantiate_if_needed) {
+            refuse_update(reason, {command}, static_cast<int>(status));  // set back below
+          }
+          if (why.empty()) why = reason;
+        }
+        auto graph = std::make_shared<ConditionalGraph>();
+        graph->exec = cuda::instantiate(fresh.graph.get(), nullptr, cuda::Served(task.name),
+                                        [&](cudaGraphNode_t n) { return fresh.name_of(n); });
+        graph->built = std::move(fresh);
+        task.graph = std::move(graph);
+      }
+    } catch (...) {
+      set_back();
+      throw;
+    }
+    // The instantiations taken in place now hold the fresh graphs' values.
+    for (Taken& t : taken) t.graph->built = std::move(t.fresh);
+    return why;
   }
 
   // The lanes for a launch from `queue`: its own stream, then this executable's streams made
@@ -269,6 +349,7 @@ class StreamsExecutable final : public CudaExecutable {
   struct Keep {
     std::shared_ptr<HostErrors> errors;
     std::shared_ptr<HostCallbacks> callbacks;
+    std::vector<std::shared_ptr<ConditionalGraph>> graphs;
   };
 
   unsigned max_streams_;
@@ -293,7 +374,6 @@ class StreamsExecutable final : public CudaExecutable {
 std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> plan, Device device,
                                                  const CompileOptions& options,
                                                  ExecutableStats stats) {
-  refuse_device_decided(*plan);
   check_runs_on_device(*plan, device.ordinal());
   ArgumentStore args = plan->arguments;
   return std::make_unique<StreamsExecutable>(std::move(plan), device, options.max_streams,
