@@ -247,7 +247,15 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
     cudaGraph_t body_graph = conditional.params.conditional.phGraph_out[b];
     std::vector<cudaGraphNode_t> body_nodes;
     add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr);
-    if (type != cudaGraphCondTypeWhile) continue;
+    if (type != cudaGraphCondTypeWhile) {
+      // An empty body (a case that does nothing) gets one empty node: CUDA's documentation
+      // does not say that a body graph may have none.
+      if (body.size() == 0) {
+        cuda::NodeSpec empty = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
+        cuda::add_node(body_graph, {}, empty, name);
+      }
+      continue;
+    }
     std::vector<cudaGraphNode_t> last;  // the body's sinks
     for (std::uint32_t k = 0; k < body.size(); ++k) {
       if (body.children[k].empty()) last.push_back(body_nodes[k]);
