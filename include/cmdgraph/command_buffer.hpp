@@ -15,6 +15,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
@@ -216,10 +217,12 @@ class CommandBuffer {
     for (CommandBuffer& body : bodies) cases.push_back(&body);
     return Command(add_switch(cases, selector_spec(selector)));
   }
-  /// switch_on() over a range of buffers (case k is `bodies[k]`), for a count known at run time.
-  template <class S>
-    requires detail::Selector<S>
-  Command switch_on(const S& selector, std::span<CommandBuffer> bodies) {
+  /// switch_on() over a range of buffers, or of std::reference_wrapper<CommandBuffer> (case k
+  /// is the range's k-th), for cases known at run time.
+  template <class S, std::ranges::input_range Range>
+    requires detail::Selector<S> &&
+             std::convertible_to<std::ranges::range_reference_t<Range>, CommandBuffer&>
+  Command switch_on(const S& selector, Range&& bodies) {
     std::vector<CommandBuffer*> cases;
     for (CommandBuffer& body : bodies) cases.push_back(&body);
     return Command(add_switch(cases, selector_spec(selector)));

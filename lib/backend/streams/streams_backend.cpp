@@ -1,4 +1,5 @@
-// StreamsExecutable: lanes and events made once; each launch enqueues the whole schedule.
+// StreamsExecutable: lanes, events and the graphs of conditional commands made once; each
+// launch enqueues the whole schedule.
 #include "backend/streams/streams_backend.hpp"
 
 #include "backend/cuda_commands/cuda_commands.hpp"
@@ -225,7 +226,8 @@ class StreamsExecutable final : public CudaExecutable {
   // `tasks` has the structure of tasks_ (task for task): each graph is taken into the current
   // task's instantiation where CUDA accepts it; where CUDA refuses, it is instantiated afresh
   // when `in_place` allows a rebuild, else Error(update_refused) names the command and every
-  // graph taken so far is set back. Returns why a graph was instantiated afresh, if one was.
+  // graph taken so far is set back (as on any failure). Returns why a graph was instantiated
+  // afresh, if one was.
   std::string attach_graphs(std::vector<StreamTask>& tasks, const Plan& root,
                             const UpdateOptions* in_place) {
     GraphBuilder builder(ordinal(), nullptr, false);
@@ -250,23 +252,11 @@ class StreamsExecutable final : public CudaExecutable {
         BuiltGraph fresh = builder.build_command(root, *t.plan, t.command, *task.args);
         if (in_place && i < tasks_.size() && tasks_[i].graph) {
           const std::shared_ptr<ConditionalGraph>& current = tasks_[i].graph;
-          std::string refused;
-          cudaGraphNode_t at = nullptr;
-          const cudaError_t status =
-              cuda::update_exec(current->exec.get(), fresh.graph.get(), refused, at);
-          if (status == cudaSuccess) {
+          if (take_in_place(*current, fresh, task.name, *in_place, why)) {
             task.graph = current;
             taken.push_back({current.get(), std::move(fresh)});
             continue;
           }
-          const std::string named = fresh.name_of(at);
-          const std::string command = named.empty() ? task.name : named;
-          const std::string reason =
-              "CUDA refused the update (" + refused + ") at command '" + command + "'";
-          if (!in_place->reinstantiate_if_needed) {
-            refuse_update(reason, {command}, static_cast<int>(status));  // set back below
-          }
-          if (why.empty()) why = reason;
         }
         auto graph = std::make_shared<ConditionalGraph>();
         graph->exec = cuda::instantiate(fresh.graph.get(), nullptr, cuda::Served(task.name),
@@ -281,6 +271,27 @@ class StreamsExecutable final : public CudaExecutable {
     // The instantiations taken in place now hold the fresh graphs' values.
     for (Taken& t : taken) t.graph->built = std::move(t.fresh);
     return why;
+  }
+
+  // Takes `fresh` into `current`'s instantiation; true when CUDA took it. When CUDA refuses:
+  // Error(update_refused) naming the command (`task`, or the body command CUDA names), unless
+  // `options` allow a rebuild; then false, and `why` says why if nothing said so before.
+  bool take_in_place(ConditionalGraph& current, const BuiltGraph& fresh, const std::string& task,
+                     const UpdateOptions& options, std::string& why) const {
+    std::string refused;
+    cudaGraphNode_t at = nullptr;
+    const cudaError_t status =
+        cuda::update_exec(current.exec.get(), fresh.graph.get(), refused, at);
+    if (status == cudaSuccess) return true;
+    const std::string named = fresh.name_of(at);
+    const std::string command = named.empty() ? task : named;
+    const std::string reason =
+        "CUDA refused the update (" + refused + ") at command '" + command + "'";
+    if (!options.reinstantiate_if_needed) {
+      refuse_update(reason, {command}, static_cast<int>(status));
+    }
+    if (why.empty()) why = reason;
+    return false;
   }
 
   // The lanes for a launch from `queue`: its own stream, then this executable's streams made
