@@ -197,6 +197,8 @@ bool compare_chain(cmdgraph::Queue& q, bool switches, unsigned flag_value, unsig
   return right;
 }
 
+}  // namespace
+
 int main() {
   if (bench::no_gpu("bench_loop")) return 0;
   std::printf("bench_loop on %s; %u passes of one empty kernel per loop launch, chains of %u "

@@ -22,8 +22,6 @@ using namespace cmdgraph::testing;
 
 namespace {
 
-constexpr Backend cuda_backends[] = {Backend::cuda_graph, Backend::streams};
-
 std::vector<int> read(const Buffer<int>& b) {
   std::vector<int> out(b.size());
   TEST_CUDA(cudaMemcpy(out.data(), b.data(), b.size() * sizeof(int), cudaMemcpyDeviceToHost));

@@ -236,11 +236,16 @@ class StreamsExecutable final : public CudaExecutable {
       BuiltGraph fresh;
     };
     std::vector<Taken> taken;
+    // Each instantiation takes back the graph it had; a failure there leaves nothing better to
+    // do than go on with the others.
     auto set_back = [&taken]() noexcept {
       for (Taken& t : taken) {
-        std::string ignored;
-        cudaGraphNode_t at = nullptr;
-        cuda::update_exec(t.graph->exec.get(), t.graph->built.graph.get(), ignored, at);
+        try {
+          std::string ignored;
+          cudaGraphNode_t at = nullptr;
+          cuda::update_exec(t.graph->exec.get(), t.graph->built.graph.get(), ignored, at);
+        } catch (...) {
+        }
       }
     };
     std::string why;
