@@ -256,21 +256,22 @@ class CommandBuffer {
   detail::CommandRef add_fill(const detail::FillSpec& spec);
   detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task);
   detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
+  template <class F>
+  static detail::ConditionSpec functor_spec(const F& f, detail::HostCondition host,
+                                            const void* device_kernel) {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "conditions and selectors are copied byte-wise to the device: capture "
+                  "pointers and values, not containers");
+    return {detail::kernel_param(f), host, device_kernel};
+  }
   template <class C>
   static detail::ConditionSpec condition_spec(const C& condition) {
-    static_assert(std::is_trivially_copyable_v<C>,
-                  "conditions are copied byte-wise to the device: capture pointers and values, "
-                  "not containers");
-    return {detail::kernel_param(condition), detail::host_condition_of<C>(),
-            detail::condition_kernel_of<C>()};
+    return functor_spec(condition, detail::host_condition_of<C>(),
+                        detail::condition_kernel_of<C>());
   }
   template <class S>
   static detail::ConditionSpec selector_spec(const S& selector) {
-    static_assert(std::is_trivially_copyable_v<S>,
-                  "selectors are copied byte-wise to the device: capture pointers and values, "
-                  "not containers");
-    return {detail::kernel_param(selector), detail::host_selector_of<S>(),
-            detail::selector_kernel_of<S>()};
+    return functor_spec(selector, detail::host_selector_of<S>(), detail::selector_kernel_of<S>());
   }
   detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec);
   detail::CommandRef add_if(CommandBuffer& body, const detail::ConditionSpec& spec);

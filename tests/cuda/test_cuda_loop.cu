@@ -14,21 +14,6 @@
 using namespace cmdgraph;
 using namespace cmdgraph::testing;
 
-namespace {
-
-std::vector<int> read(const Buffer<int>& b) {
-  std::vector<int> out(b.size());
-  TEST_CUDA(cudaMemcpy(out.data(), b.data(), b.size() * sizeof(int), cudaMemcpyDeviceToHost));
-  return out;
-}
-
-void poison(const Buffer<int>& b) {
-  TEST_CUDA(cudaMemset(b.data(), 0xFF, b.size() * sizeof(int)));
-  TEST_CUDA(cudaDeviceSynchronize());
-}
-
-}  // namespace
-
 TEST_CASE("cuda.loop.counts_while_the_condition_holds" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   for (Backend backend : {Backend::automatic, Backend::cuda_graph, Backend::streams}) {
@@ -47,7 +32,7 @@ TEST_CASE("cuda.loop.counts_while_the_condition_holds" * doctest::timeout(60)) {
       Queue q(gpu);
       for (int launch = 0; launch < 3; ++launch) {
         exe.launch(q).wait();
-        CHECK(read(counters) == std::vector<int>{limit, limit});
+        CHECK(read_ints(counters) == std::vector<int>{limit, limit});
       }
     }
   }
@@ -56,15 +41,14 @@ TEST_CASE("cuda.loop.counts_while_the_condition_holds" * doctest::timeout(60)) {
 TEST_CASE("cuda.loop.nested_loops_and_a_multi_command_body" * doctest::timeout(60)) {
   // The host backend's test, on the GPU: 5 outer passes of 3 inner passes.
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<int> counters(gpu, 3);
     poison(counters);
     CommandBuffer inner_body("inner body"), outer_body("outer body");
     CommandBuffer cmd = nested_loops(counters.data(), inner_body, outer_body);
     Queue q(gpu);
     compile(cmd, gpu, {.backend = backend}).launch(q).wait();
-    CHECK(read(counters) == std::vector<int>{5, 3, 15});
+    CHECK(read_ints(counters) == std::vector<int>{5, 3, 15});
   }
 }
 
@@ -72,8 +56,7 @@ TEST_CASE("cuda.loop.update_from_a_rerecorded_buffer" * doctest::timeout(60)) {
   // The re-recorded loop counts to another limit (its condition's value): in place, the next
   // launch must count to the new one.
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<int> counters(gpu, 2);
     poison(counters);
     CommandBuffer body("body");
@@ -81,28 +64,27 @@ TEST_CASE("cuda.loop.update_from_a_rerecorded_buffer" * doctest::timeout(60)) {
     Executable exe = compile(cmd, gpu, {.backend = backend});
     Queue q(gpu);
     exe.launch(q).wait();
-    CHECK(read(counters) == std::vector<int>{5, 5});
+    CHECK(read_ints(counters) == std::vector<int>{5, 5});
     CommandBuffer body_again("body");
     CommandBuffer again = counting_loop(counters, 9, body_again);
     const UpdateResult result = exe.update(again);
     CHECK_FALSE(result.reinstantiated);
     poison(counters);
     exe.launch(q).wait();
-    CHECK(read(counters) == std::vector<int>{9, 9});
+    CHECK(read_ints(counters) == std::vector<int>{9, 9});
   }
 }
 
 TEST_CASE("cuda.loop.profiled_as_one_command" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<int> counters(gpu, 2);
     CommandBuffer body("body");
     CommandBuffer cmd = counting_loop(counters, 50, body);
     Executable exe = compile(cmd, gpu, {.backend = backend, .profile = true});
     Queue q(gpu);
     exe.launch(q).wait();
-    CHECK(read(counters) == std::vector<int>{50, 50});
+    CHECK(read_ints(counters) == std::vector<int>{50, 50});
     const Profile p = exe.last_profile();
     REQUIRE(p.commands.size() == 3);  // reset, count, after: the body's passes are the loop's
     CHECK(p.commands[1].name == "count");
@@ -117,18 +99,12 @@ TEST_CASE("cuda.loop.errors_name_the_command" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
   Buffer<int> counters(gpu, 2);
   int* c = counters.data();
-  const Backend backends[] = {Backend::automatic, Backend::cuda_graph, Backend::streams};
   SUBCASE("a host task in a loop body, on every CUDA backend") {
     CommandBuffer body("body");
     body.host([] {}).named("on the host");
     CommandBuffer cmd("loop");
     cmd.loop_while(body, Below{c, 0, 1});
-    for (Backend backend : backends) {
-      CAPTURE(to_string(backend));
-      auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.backend = backend}), errc::unsupported);
-      REQUIRE(e);
-      CHECK(e->commands() == std::vector<std::string>{"body/on the host"});
-    }
+    refused_on_every_cuda_backend(cmd, gpu, "body/on the host");
   }
   SUBCASE("an event wait in a loop body") {
     Event ready(gpu);
@@ -136,12 +112,7 @@ TEST_CASE("cuda.loop.errors_name_the_command" * doctest::timeout(60)) {
     body.wait(ready).named("waits");
     CommandBuffer cmd("loop");
     cmd.loop_while(body, Below{c, 0, 1});
-    for (Backend backend : backends) {
-      CAPTURE(to_string(backend));
-      auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.backend = backend}), errc::unsupported);
-      REQUIRE(e);
-      CHECK(e->commands() == std::vector<std::string>{"body/waits"});
-    }
+    refused_on_every_cuda_backend(cmd, gpu, "body/waits");
   }
   SUBCASE("a loop inside an executed buffer") {
     CommandBuffer body("body");
@@ -150,12 +121,7 @@ TEST_CASE("cuda.loop.errors_name_the_command" * doctest::timeout(60)) {
     inner.loop_while(body, Below{c, 0, 1}).named("inner loop");
     CommandBuffer cmd("outer");
     cmd.execute(inner);
-    for (Backend backend : backends) {
-      CAPTURE(to_string(backend));
-      auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.backend = backend}), errc::unsupported);
-      REQUIRE(e);
-      CHECK(e->commands() == std::vector<std::string>{"inner/inner loop"});
-    }
+    refused_on_every_cuda_backend(cmd, gpu, "inner/inner loop");
   }
 }
 
@@ -176,7 +142,7 @@ TEST_CASE("cuda.if.runs_its_body_once_or_not" * doctest::timeout(60)) {
       Queue q(gpu);
       for (int launch = 0; launch < 3; ++launch) {
         exe.launch(q).wait();
-        CHECK(read(counters)[1] == expected);
+        CHECK(read_ints(counters)[1] == expected);
       }
     }
   }
@@ -184,8 +150,7 @@ TEST_CASE("cuda.if.runs_its_body_once_or_not" * doctest::timeout(60)) {
 
 TEST_CASE("cuda.if.a_loop_inside_an_if_inside_a_loop" * doctest::timeout(60)) {
   const Device gpu = Device::cuda(0);
-  for (Backend backend : cuda_backends) {
-    CAPTURE(to_string(backend));
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     Buffer<int> counters(gpu, 3);
     poison(counters);
     CommandBuffer inner_body("inner body"), then_body("then"), outer_body("outer body");
@@ -195,7 +160,7 @@ TEST_CASE("cuda.if.a_loop_inside_an_if_inside_a_loop" * doctest::timeout(60)) {
     for (int launch = 0; launch < 2; ++launch) {
       poison(counters);
       exe.launch(q).wait();
-      CHECK(read(counters) == std::vector<int>{4, 3, 6});
+      CHECK(read_ints(counters) == std::vector<int>{4, 3, 6});
     }
   }
 }

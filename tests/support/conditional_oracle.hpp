@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace cmdgraph::testing {
@@ -81,6 +82,22 @@ inline std::vector<std::uint32_t> record_conditional_dag(
   }
   for (const auto& [p, k] : dag.edges) c[k].after(c[p]);
   return elements;
+}
+
+/// Records `dag` as record_conditional_dag does, over host memory, runs it `launches` times
+/// back to back on the host backend and returns what the oracle found wrong (empty: nothing).
+inline std::string run_conditional_dag_on_host(const Dag& dag, std::uint32_t launches) {
+  Observations obs(dag.size * launches);
+  std::vector<std::uint32_t> checks(dag.size, 0);
+  CommandBuffer cmd("conditional oracle");
+  const auto elements = record_conditional_dag(cmd, dag, [&](std::uint32_t per) {
+    return obs.board(static_cast<std::uint32_t>(dag.size), per, launches);
+  }, checks.data());
+  Executable exe = compile(cmd, Device::host());
+  Queue q(Device::host());
+  for (std::uint32_t k = 0; k < launches; ++k) exe.launch(q);
+  q.wait();
+  return check_order(dag, obs, launches, elements);
 }
 
 }  // namespace cmdgraph::testing

@@ -197,21 +197,34 @@ struct ConditionalValues {
   int case1;
 };
 
+/// How a recording of ValuedConditionals differs in structure from the plain one: a third
+/// case (writing case1 + 1), or one more command in the else branch (named "one more").
+enum class Restructured { no, third_case, longer_else };
+
 /// counters[0] = 5; then counters[1] = then_value if counters[0] < limit, else else_value; and
 /// counters[2] = case0 or case1 as `selected` is 0 or 1 (left alone for other values). Three
 /// ints.
 struct ValuedConditionals {
-  CommandBuffer then_body{"then"}, else_body{"else"}, case0{"case0"}, case1{"case1"};
+  CommandBuffer then_body{"then"}, else_body{"else"};
+  CommandBuffer case0{"case0"}, case1{"case1"}, case2{"case2"};
   CommandBuffer cmd{"valued"};
 
-  ValuedConditionals(int* c, const ConditionalValues& v) {
+  ValuedConditionals(int* c, const ConditionalValues& v, Restructured r = Restructured::no) {
     then_body.parallel_for(1, Set{c, 1, v.then_value}).named("set then");
     else_body.parallel_for(1, Set{c, 1, v.else_value}).named("set else");
+    if (r == Restructured::longer_else) {
+      else_body.parallel_for(1, Set{c, 1, v.else_value}).named("one more");
+    }
     case0.parallel_for(1, Set{c, 2, v.case0}).named("set case0");
     case1.parallel_for(1, Set{c, 2, v.case1}).named("set case1");
+    case2.parallel_for(1, Set{c, 2, v.case1 + 1}).named("set case2");
     auto five = cmd.parallel_for(1, Set{c, 0, 5}).named("five");
     cmd.if_else(Below{c, 0, v.limit}, then_body, else_body).after(five).named("branch");
-    cmd.switch_on(Fixed{v.selected}, {case0, case1}).after(five).named("pick");
+    if (r == Restructured::third_case) {
+      cmd.switch_on(Fixed{v.selected}, {case0, case1, case2}).after(five).named("pick");
+    } else {
+      cmd.switch_on(Fixed{v.selected}, {case0, case1}).after(five).named("pick");
+    }
   }
 };
 

@@ -107,17 +107,8 @@ TEST_CASE("host.conditional.update_of_body_values_in_place" * doctest::timeout(3
   CHECK(values(counters) == std::vector<int>{5, 32, 42});
 
   // A third case: another structure, refused in place naming the switch.
-  CommandBuffer then_body("then"), else_body("else"), case0("case0"), case1("case1"),
-      case2("case2");
-  then_body.parallel_for(1, Set{c, 1, 31}).named("set then");
-  else_body.parallel_for(1, Set{c, 1, 32}).named("set else");
-  case0.parallel_for(1, Set{c, 2, 51}).named("set case0");
-  case1.parallel_for(1, Set{c, 2, 52}).named("set case1");
-  case2.parallel_for(1, Set{c, 2, 53}).named("set case2");
-  CommandBuffer third("valued");
-  auto five = third.parallel_for(1, Set{c, 0, 5}).named("five");
-  third.if_else(Below{c, 0, 1}, then_body, else_body).after(five).named("branch");
-  third.switch_on(Fixed{2}, {case0, case1, case2}).after(five).named("pick");
+  ValuedConditionals third_case(c, {1, 31, 32, 2, 51, 52}, Restructured::third_case);
+  CommandBuffer& third = third_case.cmd;
   auto e = CMDGRAPH_EXPECT_ERROR(exe.update(third), errc::update_refused);
   REQUIRE(e);
   CHECK(e->commands() == std::vector<std::string>{"pick"});
@@ -136,18 +127,8 @@ TEST_CASE("host.conditional.changed_body_named_in_the_refusal" * doctest::timeou
   int* c = counters.data();
   ValuedConditionals first(c, {9, 11, 12, 0, 21, 22});
   Executable exe = compile(first.cmd, Device::host());
-  // The same recording but for one more command in the else branch.
-  CommandBuffer then_body("then"), else_body("else"), case0("case0"), case1("case1");
-  then_body.parallel_for(1, Set{c, 1, 11}).named("set then");
-  else_body.parallel_for(1, Set{c, 1, 12}).named("set else");
-  else_body.parallel_for(1, Set{c, 1, 13}).named("one more");
-  case0.parallel_for(1, Set{c, 2, 21}).named("set case0");
-  case1.parallel_for(1, Set{c, 2, 22}).named("set case1");
-  CommandBuffer cmd("valued");
-  auto five = cmd.parallel_for(1, Set{c, 0, 5}).named("five");
-  cmd.if_else(Below{c, 0, 9}, then_body, else_body).after(five).named("branch");
-  cmd.switch_on(Fixed{0}, {case0, case1}).after(five).named("pick");
-  auto e = CMDGRAPH_EXPECT_ERROR(exe.update(cmd), errc::update_refused);
+  ValuedConditionals longer(c, {9, 11, 12, 0, 21, 22}, Restructured::longer_else);
+  auto e = CMDGRAPH_EXPECT_ERROR(exe.update(longer.cmd), errc::update_refused);
   REQUIRE(e);
   CHECK(e->commands() == std::vector<std::string>{"else/one more"});
 }
@@ -251,18 +232,7 @@ TEST_CASE("host.conditional.oracle_orders_bodies_by_their_commands_edges" * doct
   for (std::uint32_t i = 0; i < 40; ++i) {
     const Dag dag = random_dag(shapes[i % 5], 1 + (i * 37) % 300, 15000 + i);
     CAPTURE(dag.describe());
-    constexpr std::uint32_t launches = 3;
-    Observations obs(dag.size * launches);
-    std::vector<std::uint32_t> checks(dag.size, 0);
-    CommandBuffer cmd("conditional oracle");
-    const auto elements = record_conditional_dag(cmd, dag, [&](std::uint32_t per) {
-      return obs.board(static_cast<std::uint32_t>(dag.size), per, launches);
-    }, checks.data());
-    Executable exe = compile(cmd, Device::host());
-    Queue q(Device::host());
-    for (std::uint32_t k = 0; k < launches; ++k) exe.launch(q);
-    q.wait();
-    const std::string verdict = check_order(dag, obs, launches, elements);
+    const std::string verdict = run_conditional_dag_on_host(dag, 3);
     CHECK_MESSAGE(verdict.empty(), verdict);
   }
 }
