@@ -371,6 +371,7 @@ void Session::inspect(ByteReader& in) {
       break;
     }
     case 1: {
+      settle();  // a profiled executable's DOT shows its times: it waits for the latest launch
       const char* path = in.flip() ? "/dev/null" : "/dev/full";  // a failed write is an Error
       exe.write_dot(path, DotOptions{in.flip(), in.flip()});
       break;
