@@ -45,7 +45,7 @@ struct LaunchConfig {
 /// What a command does.
 enum class CommandKind : unsigned char {
   kernel, parallel_for, copy, fill, host, event_record, event_wait, nested, capture, barrier,
-  loop, if_then,
+  loop, if_then, if_else, switch_on,
   collective,  ///< an NCCL collective or group of peer transfers (builds with NCCL)
   alloc, free,
 };
@@ -240,9 +240,10 @@ class BasicCommand {
 
   /// Declares that the command reads `memory`: a View, Buffer or HostBuffer, or a subview()
   /// for part of one. `label` names it in hazard errors and DOT (else its address). Kernels,
-  /// parallel_for, host tasks and captures declare, and loop_while and if_then what their
-  /// condition reads; copies and fills declare their source and destination themselves;
-  /// executed buffers, loop and if bodies carry their commands' access.
+  /// parallel_for, host tasks and captures declare, and the conditional commands (loop_while,
+  /// if_then, if_else, switch_on) what their condition or selector reads; copies and fills
+  /// declare their source and destination themselves; executed buffers and the bodies of
+  /// conditional commands carry their commands' access.
   /// CompileOptions::hazards says what compile() makes of declarations.
   /// \pre A valid handle of an open recording, a command of a kind that declares, memory
   /// that is not null or empty (else Error naming the command, and nothing is recorded).

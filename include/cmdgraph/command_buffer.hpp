@@ -20,12 +20,14 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace cmdgraph {
 
@@ -33,6 +35,10 @@ class CommandBuffer;
 
 namespace detail {
 class Recording;
+/// What switch_on takes as a selector: a functor returning an integer other than bool.
+template <class S>
+concept Selector = std::invocable<const S&> && std::integral<std::invoke_result_t<const S&>> &&
+                   !std::same_as<std::invoke_result_t<const S&>, bool>;
 /// The recording behind a buffer, for the library's own stages (compile, update).
 const std::shared_ptr<Recording>& recording_of(const CommandBuffer& buffer);
 
@@ -190,36 +196,69 @@ class CommandBuffer {
   /// Runs `body` as one command again and again while `condition()` is true, checked before
   /// every pass (so possibly never). `condition` is a trivially copyable functor returning
   /// bool, __host__ __device__ under nvcc like a parallel_for functor; it reads what the body
-  /// wrote. On the CUDA graph backend the loop is a conditional WHILE node: a one-thread kernel
-  /// evaluates the condition after each pass and the passes never return to the host, so the
-  /// body may hold only what CUDA allows there (kernels, parallel_for, copies between device
-  /// or pinned memory, fills, loops). Seals `body`. A condition that never turns false runs
-  /// forever: bound it (a pass counter in the condition) or wait with a timeout.
+  /// wrote. On a CUDA device the loop is a conditional WHILE node: a one-thread kernel
+  /// evaluates the condition after each pass and the passes never return to the host. The CUDA
+  /// graph backend makes it a node of the executable's graph; the streams backend launches it
+  /// as a small graph of its own on the command's stream, in order with the rest. Either way
+  /// the body holds only what CUDA allows in a conditional body (kernels, parallel_for, copies
+  /// between device or pinned memory, fills, executed buffers, conditional commands), and a
+  /// conditional command cannot sit inside an executed buffer there. The host backend
+  /// evaluates the condition on the host. Seals `body`. A condition that never turns false
+  /// runs forever: bound it (a pass counter in the condition) or wait with a timeout.
   template <class C>
     requires std::predicate<const C&>
   Command loop_while(CommandBuffer& body, const C& condition) {
-    static_assert(std::is_trivially_copyable_v<C>,
-                  "loop conditions are copied byte-wise to the device: capture pointers and "
-                  "values, not containers");
-    return Command(add_loop(body, {detail::kernel_param(condition), detail::host_condition_of<C>(),
-                                   detail::condition_kernel_of<C>()}));
+    return Command(add_loop(body, condition_spec(condition)));
   }
 
   /// Runs `body` as one command, once if `condition()` is true when the command runs (after its
   /// parents), not at all otherwise. `condition` is a condition as for loop_while: trivially
-  /// copyable, returning bool, __host__ __device__ under nvcc. On the CUDA graph backend it is a
+  /// copyable, returning bool, __host__ __device__ under nvcc. On a CUDA device it is a
   /// conditional IF node whose handle a one-thread kernel sets on the device, so the decision
-  /// never returns to the host; the body then holds what a loop body may hold there. The host
-  /// backend evaluates it on the host; the streams backend refuses it, naming the command.
-  /// Seals `body`.
+  /// never returns to the host; the body then holds what a loop body may hold (see
+  /// loop_while, which also says how each backend runs it). Seals `body`.
   template <class C>
     requires std::predicate<const C&>
   Command if_then(const C& condition, CommandBuffer& body) {
-    static_assert(std::is_trivially_copyable_v<C>,
-                  "conditions are copied byte-wise to the device: capture pointers and values, "
-                  "not containers");
-    return Command(add_if(body, {detail::kernel_param(condition), detail::host_condition_of<C>(),
-                                 detail::condition_kernel_of<C>()}));
+    return Command(add_if(body, condition_spec(condition)));
+  }
+
+  /// Runs `then_body` once if `condition()` is true when the command runs, else `else_body`
+  /// once: exactly one of them runs. `condition` is as for if_then. On a CUDA device it is a
+  /// conditional IF node with two bodies (CUDA's IF/ELSE), decided on the device; the bodies
+  /// hold what a loop body may hold (see loop_while). Seals both bodies; they may be one
+  /// buffer.
+  template <class C>
+    requires std::predicate<const C&>
+  Command if_else(const C& condition, CommandBuffer& then_body, CommandBuffer& else_body) {
+    CommandBuffer* const bodies[] = {&then_body, &else_body};
+    return Command(add_if_else(bodies, condition_spec(condition)));
+  }
+
+  /// Runs `bodies[k]` once, where k is what `selector()` returns when the command runs; a value
+  /// outside [0, bodies.size()) (negative, or too large) runs no body, as CUDA's SWITCH node
+  /// does. `selector` is a trivially copyable functor returning an integer (not bool),
+  /// __host__ __device__ under nvcc like a condition. On a CUDA device it is a conditional
+  /// SWITCH node with one body per case, decided on the device by a one-thread kernel; the
+  /// bodies hold what a loop body may hold (see loop_while). `bodies` must not be empty (else
+  /// Error(invalid_argument)); one buffer may serve as several cases. Seals every body.
+  template <class S>
+    requires detail::Selector<S>
+  Command switch_on(const S& selector,
+                    std::initializer_list<std::reference_wrapper<CommandBuffer>> bodies) {
+    std::vector<CommandBuffer*> cases;
+    for (CommandBuffer& body : bodies) cases.push_back(&body);
+    return Command(add_switch(cases, selector_spec(selector)));
+  }
+  /// switch_on() over a range of buffers, or of std::reference_wrapper<CommandBuffer> (case k
+  /// is the range's k-th), for cases known at run time.
+  template <class S, std::ranges::input_range Range>
+    requires detail::Selector<S> &&
+             std::convertible_to<std::ranges::range_reference_t<Range>, CommandBuffer&>
+  Command switch_on(const S& selector, Range&& bodies) {
+    std::vector<CommandBuffer*> cases;
+    for (CommandBuffer& body : bodies) cases.push_back(&body);
+    return Command(add_switch(cases, selector_spec(selector)));
   }
 
   /// Calls `f(stream)` at compile time on a capturing CUDA stream, so library calls (cuBLAS,
@@ -325,6 +364,23 @@ class CommandBuffer {
   detail::CommandRef add_fill(const detail::FillSpec& spec);
   detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task);
   detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
+  template <class F>
+  static detail::ConditionSpec functor_spec(const F& f, detail::HostCondition host,
+                                            const void* device_kernel) {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "conditions and selectors are copied byte-wise to the device: capture "
+                  "pointers and values, not containers");
+    return {detail::kernel_param(f), host, device_kernel};
+  }
+  template <class C>
+  static detail::ConditionSpec condition_spec(const C& condition) {
+    return functor_spec(condition, detail::host_condition_of<C>(),
+                        detail::condition_kernel_of<C>());
+  }
+  template <class S>
+  static detail::ConditionSpec selector_spec(const S& selector) {
+    return functor_spec(selector, detail::host_selector_of<S>(), detail::selector_kernel_of<S>());
+  }
   detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec);
   detail::CommandRef add_if(CommandBuffer& body, const detail::ConditionSpec& spec);
 #if CMDGRAPH_HAVE_NCCL
@@ -338,6 +394,10 @@ class CommandBuffer {
   detail::Allocation add_alloc(std::size_t count, std::size_t element_size,
                                std::size_t alignment);
   detail::CommandRef add_free(detail::CommandRef alloc);
+  detail::CommandRef add_if_else(std::span<CommandBuffer* const> bodies,
+                                 const detail::ConditionSpec& spec);
+  detail::CommandRef add_switch(std::span<CommandBuffer* const> bodies,
+                                const detail::ConditionSpec& spec);
   /// Throws Error(invalid_argument) naming the command of `kind` about to be recorded.
   [[noreturn]] void reject_value(CommandKind kind, const detail::Misfit& misfit) const;
 

@@ -1,7 +1,9 @@
-// The one public header that needs nvcc: the kernels behind parallel_for and loop_while on CUDA
-// devices.
+// The one public header that needs nvcc: the kernels behind parallel_for and the conditional
+// commands (loop_while, if_then, if_else, switch_on) on CUDA devices.
 // cmdgraph.hpp includes it by itself in translation units compiled by nvcc.
 #pragma once
+
+#include <cmdgraph/detail/specs.hpp>
 
 #include <cstddef>
 
@@ -28,6 +30,13 @@ __global__ void parallel_for_kernel(F f, std::size_t n) {
 template <class C>
 __global__ void condition_kernel(C condition, cudaGraphConditionalHandle handle) {
   cudaGraphSetConditional(handle, condition() ? 1u : 0u);
+}
+
+/// Sets a SWITCH node's value from a selector functor (one thread, before the node): the body
+/// it names, or none for a value outside the bodies (selector_value).
+template <class S>
+__global__ void selector_kernel(S selector, cudaGraphConditionalHandle handle) {
+  cudaGraphSetConditional(handle, selector_value(selector()));
 }
 
 }  // namespace cmdgraph::detail

@@ -13,7 +13,7 @@ void collect_recorded_events(const Plan& plan, std::vector<std::shared_ptr<Event
     if (const auto* record = std::get_if<EventRecordPayload>(&plan.payload(c))) {
       out.push_back(record->event);
     }
-    if (const Plan* body = plan.body(c)) collect_recorded_events(*body, out);
+    for (const auto& body : plan.bodies_of(c)) collect_recorded_events(*body, out);
   }
 }
 

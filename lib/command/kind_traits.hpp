@@ -17,16 +17,16 @@ struct KindTraits {
   std::uint64_t weight = 1;    ///< scheduling weight; 0: ordering only, costs nothing
   bool runs_device_code = false;  ///< a suspect when a CUDA launch faults
   bool updatable = false;         ///< its values change through Executable::update(handle, ...)
-  bool in_device_loop = true;     ///< may sit in a loop body on a CUDA device (a conditional
-                                  ///< node's body graph)
-  bool declares_access = false;   ///< takes reads()/writes() (a loop's or if's: what its
+  bool in_device_loop = true;     ///< may sit in the body of a conditional command on a CUDA
+                                  ///< device (a conditional node's body graph)
+  bool declares_access = false;   ///< takes reads()/writes() (a conditional command's: what its
                                   ///< condition reads); else its access is implied by what it
                                   ///< stores (copies, fills, executed buffers) or it has none
   bool programmatic = false;      ///< runs one kernel that may sit at either end of a
                                   ///< programmatic edge (EdgeKind::programmatic)
-  bool device_decided = false;    ///< runs its body as often as a condition evaluated as it
-                                  ///< runs says: a conditional node on a CUDA graph, the host;
-                                  ///< the streams backend, which enqueues ahead, cannot
+  bool conditional = false;       ///< runs its bodies as a condition evaluated as it runs
+                                  ///< decides: a conditional node on CUDA (the streams backend,
+                                  ///< which enqueues ahead, launches it as a graph of its own)
 };
 
 }  // namespace cmdgraph::detail

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -22,8 +23,8 @@ namespace cmdgraph::detail {
 
 class CommunicatorState;  // collective/: one rank of an NCCL communicator (builds with NCCL)
 class EventState;  // sync/: what an Event is on its device
-class Recording;   // record/: a sealed secondary buffer or loop body; backends reach its plan
-                   // through Plan::body(c), never the recording itself
+class Recording;   // record/: a sealed secondary buffer or conditional body; backends reach
+                   // its plan through Plan::bodies_of(c), never the recording itself
 
 // Payloads keep what never changes; values update() may change live in the ArgumentStore and
 // are named by slot.
@@ -107,28 +108,69 @@ struct BarrierPayload {
                                      .dot_shape = "point", .weight = 0};
 };
 
-/// A host+device functor that decides whether a body runs (loop_while), stored like a kernel
-/// parameter: on CUDA devices a one-thread kernel evaluates it and sets a conditional handle.
+/// A host+device functor that decides which body of a conditional command runs, stored like a
+/// kernel parameter: on CUDA devices a one-thread kernel evaluates it and sets a conditional
+/// handle to the value `host` returns on the host (1 or 0 for a condition, the selected body
+/// for a selector).
 struct Condition {
   ArgumentStore::Slot functor;
   HostCondition host;         // null when the functor has no host version
   const void* device_kernel;  // null when not recorded in a CUDA translation unit
 };
 
-struct LoopPayload {
-  static constexpr KindTraits traits{.kind = CommandKind::loop, .name = "loop_while",
-                                     .dot_shape = "doubleoctagon", .runs_device_code = true,
-                                     .declares_access = true, .device_decided = true};
-  std::shared_ptr<const Recording> body;
-  Condition condition;  // checked before every pass
+/// How a conditional command runs its bodies for its condition's value (CUDA's WHILE, IF and
+/// SWITCH nodes).
+enum class Branching : unsigned char {
+  repeat,  ///< body 0 again and again while the value is non-zero, checked before every pass
+  once,    ///< body 0 once when the value is non-zero, else body 1 when there is one
+  select,  ///< body `value` once; none when the value names no body
 };
 
-struct IfPayload {
+/// The body a condition's `value` runs, or nullopt for none.
+constexpr std::optional<std::uint32_t> chosen_body(Branching branching, std::uint32_t value,
+                                                   std::size_t bodies) noexcept {
+  if (branching == Branching::select) {
+    return value < bodies ? std::optional<std::uint32_t>(value) : std::nullopt;
+  }
+  if (value != 0) return 0u;
+  return branching == Branching::once && bodies > 1 ? std::optional<std::uint32_t>(1u)
+                                                    : std::nullopt;
+}
+
+/// What every conditional command stores: its bodies, in the order its kind gives them
+/// meaning (Branching), and the condition or selector that picks among them.
+struct ConditionalBodies {
+  std::vector<std::shared_ptr<const Recording>> bodies;
+  Condition condition;
+  const void* code() const noexcept { return condition.device_kernel; }
+};
+
+struct LoopPayload : ConditionalBodies {
+  static constexpr KindTraits traits{.kind = CommandKind::loop, .name = "loop_while",
+                                     .dot_shape = "doubleoctagon", .runs_device_code = true,
+                                     .declares_access = true, .conditional = true};
+  static constexpr Branching branching = Branching::repeat;
+};
+
+struct IfPayload : ConditionalBodies {
   static constexpr KindTraits traits{.kind = CommandKind::if_then, .name = "if_then",
                                      .dot_shape = "Mdiamond", .runs_device_code = true,
-                                     .declares_access = true, .device_decided = true};
-  std::shared_ptr<const Recording> body;
-  Condition condition;  // checked once, as the command runs
+                                     .declares_access = true, .conditional = true};
+  static constexpr Branching branching = Branching::once;  // one body
+};
+
+struct IfElsePayload : ConditionalBodies {
+  static constexpr KindTraits traits{.kind = CommandKind::if_else, .name = "if_else",
+                                     .dot_shape = "hexagon", .runs_device_code = true,
+                                     .declares_access = true, .conditional = true};
+  static constexpr Branching branching = Branching::once;  // then, else
+};
+
+struct SwitchPayload : ConditionalBodies {
+  static constexpr KindTraits traits{.kind = CommandKind::switch_on, .name = "switch_on",
+                                     .dot_shape = "invtrapezium", .runs_device_code = true,
+                                     .declares_access = true, .conditional = true};
+  static constexpr Branching branching = Branching::select;  // one body per case
 };
 
 /// An NCCL collective, or a group of sends and receives (exchange), on one rank of a
@@ -171,7 +213,8 @@ struct FreePayload {
 using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, FillPayload,
                              HostPayload, EventRecordPayload, EventWaitPayload, NestedPayload,
                              CapturePayload, BarrierPayload, LoopPayload, IfPayload,
-                             CollectivePayload, AllocPayload, FreePayload>;
+                             IfElsePayload, SwitchPayload, CollectivePayload, AllocPayload,
+                             FreePayload>;
 
 /// How a command asked to run, beside what it does.
 struct RunHints {
@@ -218,14 +261,18 @@ inline const KindTraits& traits_of(const Payload& payload) noexcept {
   return kind_table[payload.index()];
 }
 
-/// The recording a command runs as its body (execute, loop), or null.
-inline const std::shared_ptr<const Recording>* body_of(const Payload& payload) noexcept {
+/// The recordings a command runs as its bodies: an executed buffer's one, a conditional
+/// command's (in its kind's order); empty for other kinds.
+inline std::span<const std::shared_ptr<const Recording>> bodies_of(
+    const Payload& payload) noexcept {
   return std::visit(
-      [](const auto& p) -> const std::shared_ptr<const Recording>* {
-        if constexpr (requires { p.body; }) {
-          return &p.body;
+      [](const auto& p) -> std::span<const std::shared_ptr<const Recording>> {
+        if constexpr (requires { p.bodies; }) {
+          return p.bodies;
+        } else if constexpr (requires { p.body; }) {
+          return {&p.body, 1};
         } else {
-          return nullptr;
+          return {};
         }
       },
       payload);

@@ -106,9 +106,11 @@ namespace graph_detail {
 cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaStream_t upload_stream,
                         bool node_priority, std::string& result, cudaGraphNode_t& error_node) {
   cudaGraphInstantiateParams params{};
-  params.flags = cudaGraphInstantiateFlagUpload |
-                 (node_priority ? cudaGraphInstantiateFlagUseNodePriority : 0);
-  params.uploadStream = upload_stream;
+  params.flags = node_priority ? cudaGraphInstantiateFlagUseNodePriority : 0;
+  if (upload_stream) {
+    params.flags |= cudaGraphInstantiateFlagUpload;
+    params.uploadStream = upload_stream;
+  }
   const cudaError_t status =
       try_call([&] { return cudaGraphInstantiateWithParams(exec, graph, &params); });
   result = to_string(params.result_out);

@@ -62,9 +62,10 @@ void set_child_graph(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraph_t chi
 /// A handle for the conditional nodes of `graph`, starting at 0 before every launch.
 cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served);
 
-/// Instantiates `graph` and starts uploading it on `upload_stream`; with `node_priority`,
-/// kernels run at their nodes' priorities instead of their stream's. On failure throws,
-/// naming `name_of(error node)` as the command when CUDA says which node failed.
+/// Instantiates `graph` and starts uploading it on `upload_stream` (when null, its first
+/// launch uploads it); with `node_priority`, kernels run at their nodes' priorities instead of
+/// their stream's. On failure throws, naming `name_of(error node)` as the command when CUDA
+/// says which node failed.
 template <class NameOf>
 GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, bool node_priority,
                       Served served, NameOf&& name_of);

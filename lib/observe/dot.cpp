@@ -78,8 +78,11 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
     const CommandKind kind = plan.kind(c);
     // Names are escaped; "\\n" is DOT's own line break.
     std::string label = escaped(plan.name(c)) + "\\n" + to_string(kind);
-    if (const Plan* inner = plan.body(c)) {
-      label += " '" + escaped(inner->buffer_name) + "' (" + std::to_string(inner->size()) + ")";
+    // Its bodies in its kind's order: a switch's cases, an if_else's then and else.
+    const auto bodies = plan.bodies_of(c);
+    for (std::size_t b = 0; b < bodies.size(); ++b) {
+      label += (b == 0 ? " '" : ", '") + escaped(bodies[b]->buffer_name) + "' (" +
+               std::to_string(bodies[b]->size()) + ")";
     }
     if (const auto& priority = plan.command(c).hints.priority) {
       static constexpr const char* levels[] = {"low", "normal", "high"};

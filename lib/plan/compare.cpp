@@ -6,7 +6,7 @@
 namespace cmdgraph::detail {
 namespace {
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 // The roots of the two executables, to name commands of either side as errors do.
 struct Roots {
@@ -20,12 +20,12 @@ std::string edge_difference(const Plan& before, const Plan& now, std::uint32_t c
   const auto was = before.children[c], is = now.children[c];
   for (std::uint32_t k : is) {
     if (std::find(was.begin(), was.end(), k) == was.end()) {
-      return "has a new edge to " + quoted(command_label(now, k, roots.now));
+      return "has a new edge to " + in_quotes(command_label(now, k, roots.now));
     }
   }
   for (std::uint32_t k : was) {
     if (std::find(is.begin(), is.end(), k) == is.end()) {
-      return "lost its edge to " + quoted(command_label(before, k, roots.before));
+      return "lost its edge to " + in_quotes(command_label(before, k, roots.before));
     }
   }
   return "has different dependants";
@@ -38,7 +38,7 @@ Difference difference_in(const Plan& before, const Plan& now, const Roots& roots
     const Payload& b = now.payload(c);
     const std::string name = command_label(now, c, roots.now);
     auto differs = [&](const std::string& how) {
-      return Difference{"command " + quoted(name) + " " + how, name};
+      return Difference{"command " + in_quotes(name) + " " + how, name};
     };
     if (kind_of(a) != kind_of(b)) {
       return differs(std::string("is a ") + to_string(kind_of(b)) + ", was a " +
@@ -56,12 +56,17 @@ Difference difference_in(const Plan& before, const Plan& now, const Roots& roots
       if (before.is_programmatic(c, k) != now.is_programmatic(c, k)) {
         return differs(std::string("has a ") +
                        (now.is_programmatic(c, k) ? "programmatic" : "full") + " edge to " +
-                       quoted(command_label(now, k, roots.now)) + ", was " +
+                       in_quotes(command_label(now, k, roots.now)) + ", was " +
                        (now.is_programmatic(c, k) ? "full" : "programmatic"));
       }
     }
-    if (before.body(c)) {
-      if (Difference inner = difference_in(*before.body(c), *now.body(c), roots)) return inner;
+    const auto was = before.bodies_of(c), is = now.bodies_of(c);
+    if (was.size() != is.size()) {
+      return differs("runs " + std::to_string(is.size()) + " bodies, ran " +
+                     std::to_string(was.size()));
+    }
+    for (std::size_t b = 0; b < was.size(); ++b) {
+      if (Difference inner = difference_in(*was[b], *is[b], roots)) return inner;
     }
   }
   if (before.size() == now.size()) return {};
@@ -70,9 +75,9 @@ Difference difference_in(const Plan& before, const Plan& now, const Roots& roots
   const auto first = static_cast<std::uint32_t>(common);
   const std::string name = grew ? command_label(now, first, roots.now)
                                 : command_label(before, first, roots.before);
-  return {"command buffer " + quoted(now.buffer_name) + " has " + std::to_string(now.size()) +
+  return {"command buffer " + in_quotes(now.buffer_name) + " has " + std::to_string(now.size()) +
               " commands, the executable " + std::to_string(before.size()) + ": command " +
-              quoted(name) + (grew ? " is new" : " is gone"),
+              in_quotes(name) + (grew ? " is new" : " is gone"),
           name};
 }
 

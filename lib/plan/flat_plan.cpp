@@ -24,9 +24,11 @@ class Flattener {
   std::vector<Span> expand(const Plan& plan, std::int64_t entry) {
     std::vector<Span> spans(plan.size());
     for (std::uint32_t c : plan.order) {
-      // A loop stays one task: how often its body runs is only known as it runs.
-      const Plan* nested =
-          std::holds_alternative<NestedPayload>(plan.payload(c)) ? plan.body(c) : nullptr;
+      // A conditional command stays one task: which body runs, how often, is only known as it
+      // runs.
+      const Plan* nested = std::holds_alternative<NestedPayload>(plan.payload(c))
+                               ? plan.bodies_of(c).front().get()
+                               : nullptr;
       if (nested) {
         const std::uint32_t in = add(plan, FlatTask::join);
         const std::vector<Span> inner = expand(*nested, in);

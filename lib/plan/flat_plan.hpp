@@ -1,6 +1,6 @@
 // FlatPlan: a plan with executed buffers expanded in place, for backends that schedule single
 // commands (host, streams). Each execute command becomes an entry and an exit join task around
-// the executed plan's own tasks; a loop stays one task.
+// the executed plan's own tasks; a conditional command (a loop, an if, a switch) stays one task.
 #pragma once
 
 #include "plan/adjacency.hpp"

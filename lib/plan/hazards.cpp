@@ -50,7 +50,9 @@ std::string label_of(const Plan& plan, std::uintptr_t origin) {
 bool declares_anywhere(const Plan& plan) {
   if (plan.hazards.declared > 0) return true;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (const Plan* body = plan.body(c); body && declares_anywhere(*body)) return true;
+    for (const auto& body : plan.bodies_of(c)) {
+      if (declares_anywhere(*body)) return true;
+    }
   }
   return false;
 }
@@ -127,7 +129,7 @@ void collect_access(Plan& plan, Hazards requested) {
     plan.hazards.declared += access.size();
     add_implied_access(plan.payload(c), plan.arguments, access);
     add_transient_access(plan, c, access);
-    if (const Plan* body = plan.body(c)) {
+    for (const auto& body : plan.bodies_of(c)) {
       for (const CommandRecord& r : body->commands) {
         access.insert(access.end(), r.access.begin(), r.access.end());
       }

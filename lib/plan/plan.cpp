@@ -108,7 +108,9 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   // at most max_nesting_depth levels deep (the recording refused deeper).
   plan->bodies.resize(n);
   for (std::uint32_t c = 0; c < n; ++c) {
-    if (const auto* b = body_of(plan->payload(c))) plan->bodies[c] = build(**b, hazards, cache, true);
+    for (const auto& body : bodies_of(plan->payload(c))) {
+      plan->bodies[c].push_back(build(*body, hazards, cache, true));
+    }
   }
   collect_transients(*plan, body);
   collect_access(*plan, hazards);
@@ -154,7 +156,7 @@ template <class Test>
 std::optional<std::string> find_command_in(const Plan& plan, const Test& test, const Plan& root) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (test(plan.kind(c))) return command_label(plan, c, root);
-    if (const Plan* body = plan.body(c)) {
+    for (const auto& body : plan.bodies_of(c)) {
       if (auto found = find_command_in(*body, test, root)) return found;
     }
   }
@@ -174,7 +176,7 @@ std::size_t count_prioritised(const Plan& plan) {
   std::size_t count = 0;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     count += plan.command(c).hints.priority.has_value();
-    if (const Plan* body = plan.body(c)) count += count_prioritised(*body);
+    for (const auto& body : plan.bodies_of(c)) count += count_prioritised(*body);
   }
   return count;
 }

@@ -1,6 +1,6 @@
 // Plan: the validated DAG of one recording, topologically ordered and transitively reduced,
 // with everything a backend reads: the commands (payloads, names) and their values, levels,
-// the critical path, and the plans of executed buffers and loop bodies. A backend's only
+// the critical path, and the plans of executed buffers and conditional bodies. A backend's only
 // input; it never hands the recording itself down. Never calls CUDA.
 #pragma once
 
@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,9 @@ struct Plan {
   std::uint32_t level_count = 0;
   std::vector<std::uint64_t> bottom;    // weight of the heaviest path from c to a sink, c included
   std::vector<std::uint32_t> critical_path;  // a heaviest source-to-sink path
-  std::vector<std::shared_ptr<const Plan>> bodies;  // per command: the plan of its body, if any
+  // Per command: the plans of its bodies (an executed buffer's, a conditional's in its kind's
+  // order); empty for other kinds.
+  std::vector<std::vector<std::shared_ptr<const Plan>>> bodies;
   HazardSummary hazards;                // what the access analysis did (commands hold access)
   TransientMemory memory;               // its transients (alloc): uses, lifetimes, arena layout
 
@@ -46,8 +49,11 @@ struct Plan {
   const Payload& payload(std::uint32_t c) const { return commands[c].payload; }
   CommandKind kind(std::uint32_t c) const noexcept { return kind_of(commands[c].payload); }
   const std::string& name(std::uint32_t c) const { return commands[c].name; }
-  /// The plan of command c's executed buffer or loop body; null for other kinds.
-  const Plan* body(std::uint32_t c) const noexcept { return bodies[c].get(); }
+  /// The plans of command c's bodies: its executed buffer's, or its conditional bodies in its
+  /// kind's order; empty for other kinds.
+  std::span<const std::shared_ptr<const Plan>> bodies_of(std::uint32_t c) const noexcept {
+    return bodies[c];
+  }
   /// True when the reduced edge parent -> child is programmatic (EdgeKind::programmatic).
   bool is_programmatic(std::uint32_t parent, std::uint32_t child) const noexcept {
     return !programmatic.empty() &&
@@ -68,7 +74,7 @@ inline std::string command_label(const Plan& plan, std::uint32_t c, const Plan& 
   return &plan == &root ? plan.name(c) : plan.buffer_name + "/" + plan.name(c);
 }
 
-/// The first command of `plan` or of a body it runs whose kind's traits satisfy `test`,
+/// The first command of `plan` or of a body it runs (any body) whose kind's traits satisfy `test`,
 /// named as errors name it (see command_label); nullopt when there is none.
 std::optional<std::string> find_command(const Plan& plan, bool (*test)(const KindTraits&));
 /// The same for the first command of `kind`.

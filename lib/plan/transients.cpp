@@ -14,7 +14,7 @@
 namespace cmdgraph::detail {
 namespace {
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 std::string address(std::uintptr_t p) {
   char text[2 + 2 * sizeof(p) + 1];
@@ -46,14 +46,14 @@ class LiveRanges {
   const std::string name = body ? plan.buffer_name + "/" + plan.name(c) : plan.name(c);
   if (body) {
     throw Error(errc::unsupported,
-                "command " + quoted(name) + " reaches transient memory (at " + address(word) +
+                "command " + in_quotes(name) + " reaches transient memory (at " + address(word) +
                     ") inside an executed buffer or a body; transient memory reaches only "
                     "commands recorded in the buffer that allocates it",
                 {name});
   }
   throw Error(errc::foreign_handle,
-              "command " + quoted(name) + " reaches transient memory (at " + address(word) +
-                  ") that command buffer " + quoted(plan.buffer_name) +
+              "command " + in_quotes(name) + " reaches transient memory (at " + address(word) +
+                  ") that command buffer " + in_quotes(plan.buffer_name) +
                   " does not allocate: a transient of another command buffer, or of one reset "
                   "since; transient memory is used in the buffer that allocates it",
               {name});
@@ -235,8 +235,8 @@ void check_transients(Plan& plan) {
   for (const TransientInfo& t : m.list) {
     if (t.release != TransientMemory::none && plan.position[t.release] < plan.position[t.alloc]) {
       throw Error(errc::hazard,
-                  "command buffer " + quoted(plan.buffer_name) + ": transient memory " +
-                      quoted(plan.name(t.alloc)) + " is freed by " + quoted(plan.name(t.release)) +
+                  "command buffer " + in_quotes(plan.buffer_name) + ": transient memory " +
+                      in_quotes(plan.name(t.alloc)) + " is freed by " + in_quotes(plan.name(t.release)) +
                       " before its allocation (the edges order the free first)",
                   {plan.name(t.release), plan.name(t.alloc)});
     }
@@ -248,19 +248,19 @@ void check_transients(Plan& plan) {
       const std::uint32_t t = m.find(a.begin);
       if (t == TransientMemory::none || c == m.list[t].alloc || c == m.list[t].release) continue;
       const TransientInfo& info = m.list[t];
-      const std::string what = "command buffer " + quoted(plan.buffer_name) + ": command " +
-                               quoted(plan.name(c)) + " uses transient memory " +
-                               quoted(plan.name(info.alloc));
+      const std::string what = "command buffer " + in_quotes(plan.buffer_name) + ": command " +
+                               in_quotes(plan.name(c)) + " uses transient memory " +
+                               in_quotes(plan.name(info.alloc));
       if (plan.position[c] < plan.position[info.alloc]) {
         throw Error(errc::hazard,
                     what + " before its allocation (the edges order " +
-                        quoted(plan.name(info.alloc)) + " after it)",
+                        in_quotes(plan.name(info.alloc)) + " after it)",
                     {plan.name(c), plan.name(info.alloc)});
       }
       if (info.release != TransientMemory::none &&
           plan.position[c] > plan.position[info.release]) {
         throw Error(errc::hazard,
-                    what + " after its free (the edges order " + quoted(plan.name(info.release)) +
+                    what + " after its free (the edges order " + in_quotes(plan.name(info.release)) +
                         " before it)",
                     {plan.name(c), plan.name(info.release)});
       }
@@ -320,15 +320,15 @@ void require_within_lifetime(const Plan& plan, std::uint32_t c, std::uint32_t t,
   const TransientInfo& info = m.list[t];
   if (!reaches(plan, info.alloc, c) || c == info.alloc) {
     throw Error(errc::hazard,
-                who + " would make it use transient memory " + quoted(plan.name(info.alloc)) +
+                who + " would make it use transient memory " + in_quotes(plan.name(info.alloc)) +
                     " with no path from its allocation to it",
                 {plan.name(c), plan.name(info.alloc)});
   }
   if (info.release != TransientMemory::none &&
       (!reaches(plan, c, info.release) || c == info.release)) {
     throw Error(errc::hazard,
-                who + " would make it use transient memory " + quoted(plan.name(info.alloc)) +
-                    " with no path from it to its free " + quoted(plan.name(info.release)),
+                who + " would make it use transient memory " + in_quotes(plan.name(info.alloc)) +
+                    " with no path from it to its free " + in_quotes(plan.name(info.release)),
                 {plan.name(c), plan.name(info.release)});
   }
 }

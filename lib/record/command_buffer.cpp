@@ -149,35 +149,66 @@ Command CommandBuffer::execute(CommandBuffer& secondary) {
   }
   if (secondary.rec_ == rec_) reject(rec, CommandKind::nested, "a command buffer cannot execute itself");
   const Recording::ReadGuard reading(*secondary.rec_);
-  rec.require_nestable(CommandKind::nested, *secondary.rec_);
+  const detail::Recording* const body = secondary.rec_.get();
+  rec.require_nestable(CommandKind::nested, {&body, 1});
   secondary.rec_->seal();
   return Command(rec.add(detail::NestedPayload{secondary.rec_}));
 }
 
-detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::ConditionSpec& spec) {
-  Recording& rec = open(rec_);
+namespace {
+
+// Records a conditional command of payload P running `bodies` (the buffers' recordings, in
+// P's order; null for a moved-from buffer), each checked, read under its guard and sealed;
+// nothing is recorded when one is refused.
+template <class P>
+detail::CommandRef add_conditional(const std::shared_ptr<Recording>& self,
+                                   const std::vector<std::shared_ptr<Recording>>& bodies,
+                                   const detail::ConditionSpec& spec) {
+  Recording& rec = open(self);
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
-  if (!body.rec_) reject(rec, CommandKind::loop, "moved-from body", errc::invalid_handle);
-  if (body.rec_ == rec_) reject(rec, CommandKind::loop, "a command buffer cannot loop over itself");
-  const Recording::ReadGuard reading(*body.rec_);
-  rec.require_nestable(CommandKind::loop, *body.rec_);
-  body.rec_->seal();
-  return rec.add(detail::LoopPayload{
-      body.rec_, {rec.arguments().add(spec.condition), spec.host, spec.device_kernel}});
+  constexpr CommandKind kind = P::traits.kind;
+  if (bodies.empty()) reject(rec, kind, "no bodies to choose from");
+  for (const auto& body : bodies) {
+    if (!body) reject(rec, kind, "moved-from body", errc::invalid_handle);
+    if (body == self) reject(rec, kind, "a command buffer cannot run itself as a body");
+  }
+  std::vector<std::unique_ptr<Recording::ReadGuard>> reading;
+  std::vector<const Recording*> nested;
+  for (const auto& body : bodies) {
+    reading.push_back(std::make_unique<Recording::ReadGuard>(*body));
+    nested.push_back(body.get());
+  }
+  rec.require_nestable(kind, nested);
+  P payload;
+  payload.bodies.assign(bodies.begin(), bodies.end());
+  payload.condition = {rec.arguments().add(spec.condition), spec.host, spec.device_kernel};
+  for (const auto& body : bodies) body->seal();
+  return rec.add(std::move(payload));
+}
+
+}  // namespace
+
+detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::ConditionSpec& spec) {
+  return add_conditional<detail::LoopPayload>(rec_, {body.rec_}, spec);
 }
 
 detail::CommandRef CommandBuffer::add_if(CommandBuffer& body, const detail::ConditionSpec& spec) {
-  Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
-  rec.require_open("record");
-  if (!body.rec_) reject(rec, CommandKind::if_then, "moved-from body", errc::invalid_handle);
-  if (body.rec_ == rec_) reject(rec, CommandKind::if_then, "a command buffer cannot run itself");
-  const Recording::ReadGuard reading(*body.rec_);
-  rec.require_nestable(CommandKind::if_then, *body.rec_);
-  body.rec_->seal();
-  return rec.add(detail::IfPayload{
-      body.rec_, {rec.arguments().add(spec.condition), spec.host, spec.device_kernel}});
+  return add_conditional<detail::IfPayload>(rec_, {body.rec_}, spec);
+}
+
+detail::CommandRef CommandBuffer::add_if_else(std::span<CommandBuffer* const> bodies,
+                                              const detail::ConditionSpec& spec) {
+  std::vector<std::shared_ptr<Recording>> recordings;
+  for (CommandBuffer* body : bodies) recordings.push_back(body->rec_);
+  return add_conditional<detail::IfElsePayload>(rec_, recordings, spec);
+}
+
+detail::CommandRef CommandBuffer::add_switch(std::span<CommandBuffer* const> bodies,
+                                             const detail::ConditionSpec& spec) {
+  std::vector<std::shared_ptr<Recording>> recordings;
+  for (CommandBuffer* body : bodies) recordings.push_back(body->rec_);
+  return add_conditional<detail::SwitchPayload>(rec_, recordings, spec);
 }
 
 detail::Allocation CommandBuffer::add_alloc(std::size_t count, std::size_t element_size,

@@ -21,7 +21,7 @@ Registry& registry() {
   return r;
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 // An executed buffer's commands sit between two joins once expanded in place.
 std::uint64_t joins_around(CommandKind kind) { return kind == CommandKind::nested ? 2 : 0; }
@@ -33,7 +33,7 @@ Recording::~Recording() = default;
 
 void Recording::require_open(const char* action) const {
   if (sealed_) {
-    throw Error(errc::wrong_state, "command buffer " + quoted(name_) + " is compiled; cannot " +
+    throw Error(errc::wrong_state, "command buffer " + in_quotes(name_) + " is compiled; cannot " +
                                        action + " until reset()");
   }
 }
@@ -42,36 +42,50 @@ std::string Recording::next_name(CommandKind kind) const {
   return std::string(traits(kind).name) + "#" + std::to_string(commands_.size());
 }
 
-void Recording::require_nestable(CommandKind kind, const Recording& body) const {
-  if (body.allocations_ > 0) {
+void Recording::require_nestable(CommandKind kind,
+                                 std::span<const Recording* const> bodies) const {
+  for (const Recording* body : bodies) {
+    if (body->allocations_ == 0) continue;
     // A body's allocation would be a graph node inside a child or conditional graph, which
     // CUDA does not take; one executable places all its transient memory.
-    const auto alloc = std::find_if(body.commands_.begin(), body.commands_.end(),
+    const auto alloc = std::find_if(body->commands_.begin(), body->commands_.end(),
                                     [](const CommandRecord& r) {
                                       return std::holds_alternative<AllocPayload>(r.payload);
                                     });
     const std::string name = next_name(kind);
     throw Error(errc::unsupported,
-                "command buffer " + quoted(name_) + ": " + name + ": '" + body.name() +
-                    "' allocates transient memory (" + quoted(alloc->name) +
+                "command buffer " + in_quotes(name_) + ": " + name + ": '" + body->name() +
+                    "' allocates transient memory (" + in_quotes(alloc->name) +
                     "); alloc() and free() belong to the command buffer that is compiled, not "
                     "to an executed buffer or a body (allocate there and use it inside)",
                 {name, alloc->name});
   }
-  const std::uint32_t depth = std::max(depth_, body.depth() + 1);
-  const std::uint64_t expanded = expanded_ + 1 + body.expanded_size() + joins_around(kind);
+  std::uint32_t depth = depth_;
+  std::uint64_t expanded = expanded_ + 1 + joins_around(kind);
+  const Recording* deepest = nullptr;
+  for (const Recording* body : bodies) {
+    if (body->depth() + 1 > depth) {
+      depth = body->depth() + 1;
+      deepest = body;
+    }
+    expanded += body->expanded_size();
+  }
   if (depth <= max_nesting_depth && expanded <= max_expanded_size) return;
   const std::string name = next_name(kind);
-  const std::string where = "command buffer " + quoted(name_) + ": " + name + ": ";
+  const std::string where = "command buffer " + in_quotes(name_) + ": " + name + ": ";
   if (depth > max_nesting_depth) {
     throw Error(errc::invalid_argument,
-                where + "running '" + body.name() + "' here nests " + std::to_string(depth) +
-                    " levels of executed buffers and loop bodies; at most " +
+                where + "running '" + deepest->name() + "' here nests " + std::to_string(depth) +
+                    " levels of executed buffers and conditional bodies; at most " +
                     std::to_string(max_nesting_depth) + " are supported",
                 {name});
   }
+  std::string running;
+  for (const Recording* body : bodies) {
+    running += (running.empty() ? "'" : ", '") + body->name() + "'";
+  }
   throw Error(errc::invalid_argument,
-              where + "executing '" + body.name() + "' here makes " + std::to_string(expanded) +
+              where + "running " + running + " here makes " + std::to_string(expanded) +
                   " commands once executed buffers are expanded; at most " +
                   std::to_string(max_expanded_size) + " are supported",
               {name});
@@ -90,7 +104,7 @@ void Recording::refuse_foreign_transients(CommandKind kind) {
     arguments_.truncate(first);  // the refused command leaves nothing behind
     const std::string name = next_name(kind);
     throw Error(errc::foreign_handle,
-                "command buffer " + quoted(name_) + ": " + name +
+                "command buffer " + in_quotes(name_) + ": " + name +
                     ": a value reaches transient memory of another command buffer; transient "
                     "memory is used in the buffer that allocates it",
                 {name});
@@ -103,9 +117,11 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   const auto index = static_cast<std::uint32_t>(commands_.size());
   std::uint32_t depth = depth_;
   std::uint64_t expanded = expanded_ + 1;
-  if (const auto* body = body_of(payload)) {
-    depth = std::max(depth, (*body)->depth() + 1);
-    expanded += (*body)->expanded_size() + joins_around(kind_of(payload));
+  const auto bodies = bodies_of(payload);
+  if (!bodies.empty()) expanded += joins_around(kind_of(payload));
+  for (const auto& body : bodies) {
+    depth = std::max(depth, body->depth() + 1);
+    expanded += body->expanded_size();
   }
   std::string name = next_name(kind_of(payload));
   // Make room first: a failed allocation must not leave a command without its barrier edge.
@@ -138,8 +154,8 @@ void Recording::add_edge(std::uint32_t parent, std::uint32_t child, EdgeKind kin
   require_open("add edges");
   if (parent == child) {
     throw Error(errc::self_edge,
-                "command buffer " + quoted(name_) + ": command " +
-                    quoted(command_name(child)) + " cannot depend on itself",
+                "command buffer " + in_quotes(name_) + ": command " +
+                    in_quotes(command_name(child)) + " cannot depend on itself",
                 {command_name(child)});
   }
   (kind == EdgeKind::programmatic ? programmatic_edges_ : edges_).push_back({parent, child});
@@ -150,9 +166,9 @@ void Recording::require_programmatic(std::uint32_t parent, std::uint32_t child) 
     const KindTraits& t = traits(kind_of(commands_[c].payload));
     if (t.programmatic) continue;
     throw Error(errc::invalid_argument,
-                "command buffer " + quoted(name_) + ": the programmatic edge " +
-                    quoted(command_name(parent)) + " -> " + quoted(command_name(child)) +
-                    " joins " + quoted(command_name(c)) + ", a " + std::string(t.name) +
+                "command buffer " + in_quotes(name_) + ": the programmatic edge " +
+                    in_quotes(command_name(parent)) + " -> " + in_quotes(command_name(child)) +
+                    " joins " + in_quotes(command_name(c)) + ", a " + std::string(t.name) +
                     "; programmatic edges join kernels (launch, parallel_for)",
                 {command_name(parent), command_name(child)});
   }
@@ -164,17 +180,17 @@ CommandRef Recording::add_free(std::uint32_t alloc) {
   const std::string name = next_name(CommandKind::free);
   if (!allocated) {
     throw Error(errc::invalid_argument,
-                "command buffer " + quoted(name_) + ": " + name + ": command " +
-                    quoted(command_name(alloc)) + " is a " +
+                "command buffer " + in_quotes(name_) + ": " + name + ": command " +
+                    in_quotes(command_name(alloc)) + " is a " +
                     std::string(traits(kind_of(commands_[alloc].payload)).name) +
                     ", not an allocation (free() takes what alloc() returned)",
                 {name, command_name(alloc)});
   }
   if (const auto it = freed_.find(alloc); it != freed_.end()) {
     throw Error(errc::invalid_argument,
-                "command buffer " + quoted(name_) + ": " + name + ": transient memory " +
-                    quoted(command_name(alloc)) + " is already freed by " +
-                    quoted(command_name(it->second)),
+                "command buffer " + in_quotes(name_) + ": " + name + ": transient memory " +
+                    in_quotes(command_name(alloc)) + " is already freed by " +
+                    in_quotes(command_name(it->second)),
                 {name, command_name(alloc), command_name(it->second)});
   }
   freed_.reserve(freed_.size() + 1);  // so the insertion below cannot fail after the add
@@ -188,7 +204,7 @@ void Recording::set_priority(std::uint32_t index, PriorityRequest priority) {
   if (!priority.native && (priority.value < static_cast<int>(Priority::low) ||
                            priority.value > static_cast<int>(Priority::high))) {
     throw Error(errc::invalid_argument,
-                "command " + quoted(command_name(index)) + " was given priority " +
+                "command " + in_quotes(command_name(index)) + " was given priority " +
                     std::to_string(priority.value) + ", which is not a Priority enumerator",
                 {command_name(index)});
   }
@@ -214,14 +230,14 @@ void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
   const std::string& name = commands_[index].name;
   if (!traits(kind).declares_access) {
     throw Error(errc::invalid_argument,
-                "command " + quoted(name) + " is a " + std::string(traits(kind).name) +
+                "command " + in_quotes(name) + " is a " + std::string(traits(kind).name) +
                     ", which cannot declare access: copies and fills declare their memory "
                     "themselves, executed buffers their commands'",
                 {name});
   }
   if (!d.data || d.bytes == 0) {
     throw Error(errc::invalid_argument,
-                "command " + quoted(name) + " declares that it " + verb(d.mode) + " " +
+                "command " + in_quotes(name) + " declares that it " + verb(d.mode) + " " +
                     (d.data ? "an empty view" : "a null view") + "; declare the memory it touches",
                 {name});
   }
@@ -238,7 +254,7 @@ void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
 Recording::UseGuard::UseGuard(const Recording& rec) : rec_(rec) {
   if (rec_.users_.fetch_add(1) != 0 || rec_.readers_.load() != 0) {
     rec_.users_.fetch_sub(1);
-    throw Error(errc::concurrent_use, "command buffer " + quoted(rec_.name_) +
+    throw Error(errc::concurrent_use, "command buffer " + in_quotes(rec_.name_) +
                                           " is being used by two threads at once");
   }
 }
@@ -249,7 +265,7 @@ Recording::ReadGuard::ReadGuard(const Recording& rec) : rec_(rec) {
   rec_.readers_.fetch_add(1);
   if (rec_.users_.load() != 0) {
     rec_.readers_.fetch_sub(1);
-    throw Error(errc::concurrent_use, "command buffer " + quoted(rec_.name_) +
+    throw Error(errc::concurrent_use, "command buffer " + in_quotes(rec_.name_) +
                                           " is executed while another thread records into it");
   }
 }
@@ -300,7 +316,7 @@ void Recording::require_command(CommandRef ref) const {
   if (ref.index >= commands_.size()) {
     throw Error(errc::invalid_handle, "command handle #" + std::to_string(ref.index) +
                                           " is out of range for command buffer " +
-                                          quoted(name_));
+                                          in_quotes(name_));
   }
 }
 
@@ -317,10 +333,10 @@ void add_edges(CommandRef child, const CommandRef* parents, std::size_t count, E
     }
     Recording& other = resolve(parents[i]);  // throws for invalid or stale handles
     throw Error(errc::foreign_handle,
-                "command " + quoted(rec.command_name(child.index)) + " of command buffer " +
-                    quoted(rec.name()) + " cannot depend on command " +
-                    quoted(other.command_name(parents[i].index)) + " of command buffer " +
-                    quoted(other.name()) + "; use execute() or events across buffers",
+                "command " + in_quotes(rec.command_name(child.index)) + " of command buffer " +
+                    in_quotes(rec.name()) + " cannot depend on command " +
+                    in_quotes(other.command_name(parents[i].index)) + " of command buffer " +
+                    in_quotes(other.name()) + "; use execute() or events across buffers",
                 {rec.command_name(child.index), other.command_name(parents[i].index)});
   }
   for (std::size_t i = 0; i < count; ++i) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -35,13 +36,13 @@ class Recording {
 
   /// Appends a command, after the last barrier if there is one. Throws when sealed, and
   /// Error(foreign_handle) naming it, with the values it stored dropped, when one of them
-  /// reaches transient memory of another recording. A command with a body must have passed
+  /// reaches transient memory of another recording. A command with bodies must have passed
   /// require_nestable.
   CommandRef add(Payload payload);
-  /// Throws Error(invalid_argument) naming the next command when running `body` as that
+  /// Throws Error(invalid_argument) naming the next command when running `bodies` as that
   /// command would nest deeper than max_nesting_depth or expand past max_expanded_size, and
-  /// Error(unsupported) naming it and the allocation when `body` allocates transient memory.
-  void require_nestable(CommandKind kind, const Recording& body) const;
+  /// Error(unsupported) naming it and the allocation when a body allocates transient memory.
+  void require_nestable(CommandKind kind, std::span<const Recording* const> bodies) const;
   /// Appends a free of the transient memory command `alloc` (an index of this recording)
   /// allocated; Error(invalid_argument) naming both when `alloc` allocates nothing or its
   /// memory is already freed (naming that free too).
@@ -80,9 +81,10 @@ class Recording {
   /// The name the next command will get by default, for a command refused before it exists.
   std::string next_name(CommandKind kind) const;
 
-  /// Levels of executed buffers and loop bodies below this one (0: none).
+  /// Levels of executed buffers and conditional bodies below this one (0: none).
   std::uint32_t depth() const noexcept { return depth_; }
-  /// Commands once every executed buffer is expanded in place (loop bodies counted once).
+  /// Commands once every executed buffer is expanded in place (each body of a conditional
+  /// command counted once).
   std::uint64_t expanded_size() const noexcept { return expanded_; }
 
   const std::vector<CommandRecord>& commands() const noexcept { return commands_; }
@@ -108,7 +110,7 @@ class Recording {
    private:
     const Recording& rec_;
   };
-  /// Held by a call that reads the recording as a body (execute, loop_while); several may read
+  /// Held by a call that reads the recording as a body (execute, a conditional); several may read
   /// at once, from several threads; raises Error(concurrent_use) while a UseGuard is held.
   class ReadGuard {
    public:
@@ -143,11 +145,11 @@ class Recording {
   mutable std::atomic<int> readers_{0};
 };
 
-/// Deepest nesting of executed buffers and loop bodies a recording may have: every stage walks
-/// bodies recursively, and a bound keeps each walk's stack small (1 KiB a level at most).
+/// Deepest nesting of executed buffers and conditional bodies a recording may have: every stage
+/// walks bodies recursively, and a bound keeps each walk's stack small (1 KiB a level at most).
 inline constexpr std::uint32_t max_nesting_depth = 64;
-/// Most commands a recording may expand to (executed buffers in place, each loop body once):
-/// executing a buffer twice per level doubles the size with every level.
+/// Most commands a recording may expand to (executed buffers in place, each conditional body
+/// once): executing a buffer twice per level doubles the size with every level.
 inline constexpr std::uint64_t max_expanded_size = 10'000'000;
 
 /// The open recording behind a handle, or Error: invalid (default, moved-from), stale

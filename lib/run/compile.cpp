@@ -92,12 +92,6 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
     stats.backend_reason = "requested";
   } else if (!captures.refusal) {
     stats.backend_reason = "CUDA device: one graph launch per run";
-  } else if (detail::find_command(*plan, [](const detail::KindTraits& t) {
-               return t.device_decided;
-             })) {
-    // Streams cannot run conditional bodies: for a buffer with one, the capture's refusal is
-    // the answer.
-    throw *captures.refusal;
   } else {
     // Streams run the capture's callable at each launch instead.
     stats.backend_reason = std::string("streams, because ") + captures.refusal->what();
@@ -111,14 +105,16 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
 #endif
 }
 
-// Declared accesses, inferred edges and validated pairs of the plan and every body in it.
+// Declared accesses, inferred edges, validated pairs and conditional commands of the plan and
+// every body in it.
 void add_hazard_counts(const detail::Plan& plan, ExecutableStats& stats) {
   stats.accesses_declared += plan.hazards.declared;
   stats.edges_inferred += plan.hazards.inferred.size();
   stats.pairs_validated += plan.hazards.validated;
   stats.edges_unneeded += plan.hazards.unneeded.size();
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (const detail::Plan* body = plan.body(c)) add_hazard_counts(*body, stats);
+    if (detail::traits(plan.kind(c)).conditional) ++stats.conditionals;
+    for (const auto& body : plan.bodies_of(c)) add_hazard_counts(*body, stats);
   }
 }
 

@@ -1,6 +1,7 @@
 // Kernels and functors shared by the GPU suites.
 #pragma once
 
+#include "support/expect_error.hpp"
 #include "support/ordering_oracle.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
@@ -9,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace cmdgraph::testing {
@@ -114,6 +116,24 @@ __global__ void busy(long long cycles) {
 /// Adds 1 to *counter.
 __global__ void increment(int* counter) { atomicAdd(counter, 1); }
 
+/// The ints of device buffer `b`.
+inline std::vector<int> read_ints(const Buffer<int>& b) {
+  std::vector<int> out(b.size());
+  TEST_CUDA(cudaMemcpy(out.data(), b.data(), b.size() * sizeof(int), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+/// Writes `values` to device buffer `b` and waits: the legacy stream of the copy does not
+/// order the non-blocking streams of our queues.
+inline void write_ints(const Buffer<int>& b, const std::vector<int>& values) {
+  TEST_CUDA(cudaMemcpy(b.data(), values.data(), values.size() * sizeof(int),
+                       cudaMemcpyHostToDevice));
+  TEST_CUDA(cudaDeviceSynchronize());
+}
+
+/// Every int of `b` set to -1, which no test writes, so nothing passes unless written.
+inline void poison(const Buffer<int>& b) { write_ints(b, std::vector<int>(b.size(), -1)); }
+
 /// Every backend a CUDA test exercises.
 inline const Backend cuda_backends[] = {Backend::cuda_graph, Backend::streams};
 
@@ -122,5 +142,21 @@ inline const Backend cuda_backends[] = {Backend::cuda_graph, Backend::streams};
 #define CMDGRAPH_EACH_CUDA_BACKEND(backend)                                    \
   for (const ::cmdgraph::Backend backend : ::cmdgraph::testing::cuda_backends) \
   SUBCASE(::cmdgraph::to_string(backend))
+
+}  // namespace cmdgraph::testing
+
+namespace cmdgraph::testing {
+
+/// compile() of `cmd` for `gpu` must refuse it with Error(unsupported) naming exactly
+/// `command`, whichever CUDA backend is asked for (automatic, cuda_graph, streams).
+inline void refused_on_every_cuda_backend(CommandBuffer& cmd, Device gpu,
+                                          const std::string& command) {
+  for (Backend backend : {Backend::automatic, Backend::cuda_graph, Backend::streams}) {
+    CAPTURE(to_string(backend));
+    auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.backend = backend}), errc::unsupported);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{command});
+  }
+}
 
 }  // namespace cmdgraph::testing

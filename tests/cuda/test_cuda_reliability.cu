@@ -1,5 +1,5 @@
-// Faults and misuse on CUDA: every call of a whole compile-launch-update-destroy sequence made
-// to fail in turn, destroying owners while work is in flight, 100,000-command graphs, one
+// Faults and misuse on CUDA: every call of a whole compile-launch-update-destroy sequence (an
+// if_else in it) made to fail in turn, destroying owners while work is in flight, 100,000-command graphs, one
 // executable launched from two threads, pinned memory beyond the machine refused.
 #include "cuda/fault_injection.hpp"
 #include "cuda/handles.hpp"
@@ -24,10 +24,17 @@ struct AddOne {
   __host__ __device__ void operator()(std::size_t i) const { data[i] += 1; }
 };
 
-const std::set<std::string> names = {"set",  "bump", "down", "clear", "note",
-                                     "mark", "hold", "lib",  "inner", "inner/set2"};
+struct IsEven {
+  const int* data;
+  __host__ __device__ bool operator()() const { return data[0] % 2 == 0; }
+};
 
-// Compile, launch twice, update a kernel and a copy, update the whole buffer, destroy all.
+const std::set<std::string> names = {"set",  "bump",   "down",    "clear",   "note",
+                                     "mark", "hold",   "lib",     "inner",   "inner/set2",
+                                     "choose", "then/up", "else/up"};
+
+// Compile, launch twice, update a kernel and a copy, update the whole buffer (an if_else's
+// condition and branches included: a graph of its own on the streams backend), destroy all.
 void mixed_sequence(Backend backend, int* dev, int* dev2, int* host) {
   const Device gpu = Device::cuda(0);
   Event ev(gpu);
@@ -37,7 +44,11 @@ void mixed_sequence(Backend backend, int* dev, int* dev2, int* host) {
     auto clear = cmd.fill(View<int>(dev, 64, MemorySpace::device, 0), 0, 64).named("clear");
     auto set = cmd.launch(&set_kernel, LaunchConfig{{1}, {64}}, 64, value, dev).named("set").after(clear);
     auto bump = cmd.parallel_for(64, AddOne{dev}).named("bump").after(set);
-    auto nested = cmd.execute(inner).named("inner").after(bump);
+    CommandBuffer then_body("then"), else_body("else");
+    then_body.parallel_for(1, AddOne{dev2 + 1}).named("up");
+    else_body.parallel_for(1, AddOne{dev2 + 2}).named("up");
+    auto choose = cmd.if_else(IsEven{dev}, then_body, else_body).named("choose").after(bump);
+    auto nested = cmd.execute(inner).named("inner").after(choose);
     auto mark = cmd.record(ev).named("mark").after(nested);
     auto hold = cmd.wait(ev).named("hold").after(mark);
     auto lib = cmd.capture([&](NativeStream s) { TEST_CUDA(cudaMemsetAsync(dev2, 0, 4, s)); }).named("lib").after(hold);

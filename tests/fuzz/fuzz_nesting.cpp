@@ -1,6 +1,7 @@
 // Nesting: chains of fresh buffers, each running the one below it (executed once or twice, as
-// a loop body, as an if's body) up to and past the library's bounds, where each refusal must
-// come exactly at a bound; and one secondary run by several primaries.
+// a loop body, as an if's body, as both branches of an if_else, as three cases of a switch) up
+// to and past the library's bounds, where each refusal must come exactly at a bound; and one
+// secondary run by several primaries.
 #include "internals.hpp"
 #include "session.hpp"
 
@@ -10,17 +11,22 @@
 namespace cmdgraph::fuzz {
 namespace {
 
-enum class Nesting { execute, loop, if_then };
+enum class Nesting { execute, loop, if_then, if_else, switch_on };
 
-// Level i's way of running level i - 1, from the shape byte: all of one kind, or a mix.
+// Level i's way of running level i - 1, from the shape byte: all of one kind, or a mix of all.
 Nesting nesting_of(std::uint8_t shape, std::size_t level) {
-  static constexpr Nesting kinds[] = {Nesting::execute, Nesting::loop, Nesting::if_then};
+  static constexpr Nesting kinds[] = {Nesting::execute, Nesting::loop, Nesting::if_then,
+                                      Nesting::if_else, Nesting::switch_on};
   const unsigned mix = shape & 3u;
-  return mix < 3 ? kinds[mix] : kinds[level % 3];
+  return mix < 3 ? kinds[mix] : kinds[level % 5];
 }
 
 // Commands `kind` adds around an expanded body: executed buffers sit between two joins.
 std::uint64_t joins(Nesting kind) { return kind == Nesting::execute ? 2 : 0; }
+// How often `kind` holds the level below: if_else as both branches, switch_on as three cases.
+std::uint64_t copies(Nesting kind) {
+  return kind == Nesting::if_else ? 2 : kind == Nesting::switch_on ? 3 : 1;
+}
 
 }  // namespace
 
@@ -42,8 +48,8 @@ void Session::nest(ByteReader& in) {
     const int runs = kind == Nesting::execute && level <= doubled ? 2 : 1;
     std::uint64_t low = 0, high = 0;
     for (int r = 0; r < runs; ++r) {
-      low += 1 + below_low;
-      high += 1 + below_high + joins(kind);
+      low += 1 + copies(kind) * below_low;
+      high += 1 + copies(kind) * below_high + joins(kind);
       const bool past = level > nesting_bound || low > expansion_bound;
       const bool within = level <= nesting_bound && high <= expansion_bound;
       CommandBuffer& body = nested_.back();
@@ -54,6 +60,10 @@ void Session::nest(ByteReader& in) {
           case Nesting::execute: remember(next.execute(body)); break;
           case Nesting::loop: remember(next.loop_while(body, condition)); break;
           case Nesting::if_then: remember(next.if_then(condition, body)); break;
+          case Nesting::if_else: remember(next.if_else(condition, body, body)); break;
+          case Nesting::switch_on:
+            remember(next.switch_on(FirstSelects{&checks, condition.limit}, {body, body, body}));
+            break;
         }
       } catch (const Error& e) {
         expect(e.code() == errc::invalid_argument, "a nesting refusal is not invalid_argument");

@@ -8,8 +8,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 namespace cmdgraph::fuzz {
 
@@ -224,12 +226,27 @@ void Session::record_other(ByteReader& in) {
     case 2: remember(cmd.record(pick_event(in))); break;
     case 3: remember(cmd.wait(pick_event(in))); break;
     case 4: remember(cmd.capture([](NativeStream) {})); break;
-    case 5:
-    case 6: {
+    case 5: {
       std::atomic<unsigned>& checks = loop_checks_.emplace_back(0);
       const FirstChecks condition{&checks, static_cast<unsigned>(in.below(4))};
       CommandBuffer& body = pick_buffer(in);
       remember(in.flip() ? cmd.loop_while(body, condition) : cmd.if_then(condition, body));
+      break;
+    }
+    case 6: {
+      std::atomic<unsigned>& checks = loop_checks_.emplace_back(0);
+      const auto limit = static_cast<unsigned>(in.below(4));
+      CommandBuffer& first = pick_buffer(in);
+      if (in.flip()) {
+        remember(cmd.if_else(FirstChecks{&checks, limit}, first, pick_buffer(in)));
+        break;
+      }
+      // One to four cases (a buffer may be several), now and then none.
+      std::vector<std::reference_wrapper<CommandBuffer>> cases{first};
+      for (std::size_t k = in.below(4); k > 0; --k) cases.emplace_back(pick_buffer(in));
+      if (in.below(8) == 0) cases.clear();
+      remember(cmd.switch_on(FirstSelects{&checks, limit}, cases));
+      expect(!cases.empty(), "a switch without cases was recorded");
       break;
     }
     case 7: {
@@ -385,6 +402,7 @@ void Session::inspect(ByteReader& in) {
       break;
     }
     case 1: {
+      settle();  // a profiled executable's DOT shows its times: it waits for the latest launch
       const char* path = in.flip() ? "/dev/null" : "/dev/full";  // a failed write is an Error
       exe.write_dot(path, DotOptions{in.flip(), in.flip()});
       break;

@@ -5,6 +5,8 @@
 #include "internals.hpp"
 #include "session.hpp"
 
+#include <algorithm>
+#include <array>
 #include <vector>
 
 namespace cmdgraph::fuzz {
@@ -122,7 +124,8 @@ struct Count {
 };
 
 // A small valid program whose every result is known: a fill of part of `data`, a copy of
-// that part, a parallel_for over `indices`, and a loop and an if that count their passes.
+// that part, a parallel_for over `indices`, and a loop, an if, an if_else and a switch that
+// count the runs of their bodies.
 struct CheckedProgram {
   CheckedProgram(std::size_t n_, std::size_t offset_, std::size_t count_, unsigned loop_limit_,
                  unsigned if_limit_)
@@ -132,8 +135,9 @@ struct CheckedProgram {
   unsigned loop_limit, if_limit;
   Buffer<int> data{Device::host(), n}, copied{Device::host(), n};
   std::vector<int> indices = std::vector<int>(n, -1);
-  std::atomic<unsigned> loop_checks{0}, if_checks{0};
-  std::atomic<int> loop_passes{0}, if_passes{0};
+  std::atomic<unsigned> loop_checks{0}, if_checks{0}, choice_checks{0}, case_checks{0};
+  std::atomic<int> loop_passes{0}, if_passes{0}, then_runs{0}, else_runs{0};
+  std::array<std::atomic<int>, 2> case_runs{0, 0};
 
   struct Handles {
     FillCommand<int> fill;
@@ -144,15 +148,23 @@ struct CheckedProgram {
     auto fill = cmd.fill(data.subview(offset, count), value, count);
     cmd.copy(copied.subview(offset, count), data.subview(offset, count), count).after(fill);
     auto index = cmd.parallel_for(n, StoreIndex{indices.data(), n, base});
-    CommandBuffer loop_body("loop body"), if_body("if body");
+    CommandBuffer loop_body("loop body"), if_body("if body"), then_body("then"), else_body("else");
+    CommandBuffer case0("case0"), case1("case1");
     loop_body.parallel_for(1, Count{&loop_passes});
     if_body.parallel_for(1, Count{&if_passes});
+    then_body.parallel_for(1, Count{&then_runs});
+    else_body.parallel_for(1, Count{&else_runs});
+    case0.parallel_for(1, Count{&case_runs[0]});
+    case1.parallel_for(1, Count{&case_runs[1]});
     cmd.loop_while(loop_body, FirstChecks{&loop_checks, loop_limit});
     cmd.if_then(FirstChecks{&if_checks, if_limit}, if_body);
+    cmd.if_else(FirstChecks{&choice_checks, if_limit}, then_body, else_body);
+    cmd.switch_on(FirstSelects{&case_checks, loop_limit}, {case0, case1});
     return {fill, index};
   }
 
-  void check(int value, int base, const char* after) const {
+  // After `launches` launches in all.
+  void check(int value, int base, const char* after, int launches) const {
     for (std::size_t i = offset; i < offset + count; ++i) {
       expect(data.data()[i] == value, "a fill's values are wrong", after);
       expect(copied.data()[i] == value, "a copy's values are wrong", after);
@@ -164,6 +176,16 @@ struct CheckedProgram {
     expect(loop_passes == static_cast<int>(loop_limit), "a loop ran a wrong number of passes",
            after);
     expect(if_passes == static_cast<int>(if_limit), "an if ran its body wrongly", after);
+    // if_else: then for its first checks, else ever after, one of them each launch.
+    const int then_expected = std::min(launches, static_cast<int>(if_limit));
+    expect(then_runs == then_expected, "an if_else ran its then branch wrongly", after);
+    expect(else_runs == launches - then_expected, "an if_else ran its else branch wrongly",
+           after);
+    // switch: launch k selects case k - 1 while its checks last, then none; cases 0 and 1.
+    for (int k = 0; k < 2; ++k) {
+      const bool ran = launches > k && static_cast<int>(loop_limit) > k;
+      expect(case_runs[k] == (ran ? 1 : 0), "a switch ran a case wrongly", after);
+    }
   }
 };
 
@@ -185,18 +207,18 @@ void Session::check_results(ByteReader& in) {
     TimelineSemaphore done(0);
     exe.launch(queue, {.signal = {{done, 1}}}).wait();
     expect(done.value() == 1, "a launch's signal is missing after its fence");
-    p.check(v1, 1, "the first launch");
+    p.check(v1, 1, "the first launch", 1);
 
     exe.update(handles.fill, p.data.subview(offset, p.count), v2, p.count);
     exe.update(handles.index, n, StoreIndex{p.indices.data(), n, 2});
     other.submit(exe, {.wait = {{done, 1}}}).wait();
-    p.check(v2, 2, "updates by handle");
+    p.check(v2, 2, "updates by handle", 2);
 
     CommandBuffer again("checked");
     p.record(again, v3, 3);
     expect(!exe.update(again).reinstantiated, "an update of the same structure re-instantiated");
     exe.launch(queue).wait();
-    p.check(v3, 3, "an update by a re-recorded buffer");
+    p.check(v3, 3, "an update by a re-recorded buffer", 3);
 
     CommandBuffer changed("checked");
     p.record(changed, v4, 4);
@@ -211,7 +233,7 @@ void Session::check_results(ByteReader& in) {
            "an update of another structure was not re-instantiated");
     Executable twin = exe.clone();
     twin.launch(other).wait();
-    p.check(v4, 4, "a re-instantiating update, run by a clone");
+    p.check(v4, 4, "a re-instantiating update, run by a clone", 4);
   } catch (const Error& e) {
     violated("a valid program failed", e.what());
   }

@@ -55,11 +55,22 @@ struct StoreIndex {
 void host_only_kernel(int, float);
 
 // A condition that holds for the first `limit` checks of its counter, ever: every loop and
-// if_then ends, however often, however deeply nested and from whichever clone it runs.
+// if ends, however often, however deeply nested and from whichever clone it runs.
 struct FirstChecks {
   std::atomic<unsigned>* checks;
   unsigned limit;
   bool operator()() const { return checks->fetch_add(1, std::memory_order_relaxed) < limit; }
+};
+
+// A switch's selector: check k (counting from 0) of its counter selects case k for the first
+// `limit` checks, ever, then -1 (no case); cases past a switch's own select none too.
+struct FirstSelects {
+  std::atomic<unsigned>* checks;
+  unsigned limit;
+  int operator()() const {
+    const unsigned k = checks->fetch_add(1, std::memory_order_relaxed);
+    return k < limit ? static_cast<int>(k) : -1;
+  }
 };
 
 // The memory one input's commands read and write. Views into it never claim more than it has.
@@ -162,7 +173,8 @@ class Session {
   /// deadlock; the library's hangs remain hangs.
   void settle();
 
-  // fuzz_nesting.cpp: chains of executed buffers, loops and ifs; one secondary, many primaries.
+  // fuzz_nesting.cpp: chains of executed buffers and conditionals; one secondary, many
+  // primaries.
   void nest(ByteReader& in);
   void share(ByteReader& in);
 
@@ -178,7 +190,7 @@ class Session {
   void check_results(ByteReader& in);
 
   Memory memory_;
-  std::deque<std::atomic<unsigned>> loop_checks_;  // one per loop or if, at a stable address
+  std::deque<std::atomic<unsigned>> loop_checks_;  // one per conditional, at a stable address
   std::atomic<int> host_runs_{0};
   std::vector<TimelineSemaphore> semaphores_;
   std::vector<SemaphoreValue> waits_;     // submitted waits not yet seen reached

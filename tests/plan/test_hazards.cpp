@@ -471,6 +471,35 @@ TEST_CASE("hazards.loop_bodies_and_conditions_carry_their_access" * doctest::tim
   CHECK(out.data()[0] == 5);
 }
 
+TEST_CASE("hazards.every_branch_and_case_carries_its_access" * doctest::timeout(30)) {
+  // Only the else branch and the third case touch y: each is enough to order the command that
+  // runs them against a reader of y, whichever branch or case runs.
+  Buffer<int> y(Device::host(), 4), out(Device::host(), 4);
+  int* p = y.data();
+  CommandBuffer then_body("then"), else_body("else");
+  then_body.host([] {});
+  else_body.fill(y, 3, 4).named("fill y");
+  CommandBuffer a("a"), b("b"), c("c");
+  a.host([] {});
+  b.host([] {});
+  c.parallel_for(4, [p](std::size_t i) { p[i] += 1; }).named("bump y").reads_writes(y, "y");
+  CommandBuffer cmd("branching");
+  cmd.if_else([] { return false; }, then_body, else_body).named("choose");
+  cmd.switch_on([] { return 2; }, {a, b, c}).named("pick");
+  cmd.copy(out, y, 4).named("copy y");
+  const auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()), errc::hazard);
+  REQUIRE(e);
+  CHECK(mentions(*e, "command 'choose' writes y[0, 4) while 'pick' reads and writes y[0, 4)"));
+  CHECK(mentions(*e, "'copy y'"));
+
+  Executable exe = compile(cmd, Device::host(), {.hazards = Hazards::infer});
+  CHECK(exe.stats().edges_inferred == 2);  // choose -> pick -> copy y
+  Queue q(Device::host());
+  std::fill(out.data(), out.data() + 4, -1);
+  exe.launch(q).wait();
+  CHECK(out.data()[3] == 4);
+}
+
 TEST_CASE("hazards.off_keeps_declarations_unchecked" * doctest::timeout(30)) {
   Buffer<int> y(Device::host(), 8);
   CommandBuffer cmd("unchecked");

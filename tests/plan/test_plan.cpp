@@ -186,7 +186,7 @@ TEST_CASE("plan.flatten.nested_between_joins" * doctest::timeout(10)) {
   auto n = outer.execute(inner).after(a);
   auto z = outer.host([] {}).after(n);
   auto plan = plan_of(outer);
-  REQUIRE(plan->body(n.index()));
+  REQUIRE(plan->bodies_of(n.index()).size() == 1);
   const auto flat = detail::flatten(*plan);
   CHECK(flat.tasks.size() == 2 + 3 + 2);  // a, z, three inner, entry and exit joins
   CHECK(flat.sources.size() == 1);

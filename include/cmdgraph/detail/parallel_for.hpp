@@ -1,10 +1,11 @@
-// The two faces of a parallel_for functor or a loop condition: a host call, and (in CUDA
-// translation units) the kernel from cmdgraph/kernels.cuh.
+// The two faces of a parallel_for functor or of a conditional command's condition or selector: a
+// host call, and (in CUDA translation units) the kernel from cmdgraph/kernels.cuh.
 #pragma once
 
 #include <cmdgraph/detail/specs.hpp>
 
 #include <cstddef>
+#include <cstdint>
 
 #if defined(__CUDACC__)
 #include <cmdgraph/kernels.cuh>
@@ -49,11 +50,17 @@ const void* device_kernel_of() noexcept {
 }
 
 template <class C>
-bool host_condition(const void* condition) {
-  return (*static_cast<const C*>(condition))();
+std::uint32_t host_condition(const void* condition) {
+  return (*static_cast<const C*>(condition))() ? 1u : 0u;
 }
 
-/// The host evaluation of loop condition C, or null when C is a __device__-only lambda.
+template <class S>
+std::uint32_t host_selector(const void* selector) {
+  return selector_value((*static_cast<const S*>(selector))());
+}
+
+/// The host evaluation of condition C (loop_while, if_then, if_else), or null when C is a
+/// __device__-only lambda.
 template <class C>
 constexpr HostCondition host_condition_of() noexcept {
   if constexpr (callable_on_host<C>()) {
@@ -63,12 +70,33 @@ constexpr HostCondition host_condition_of() noexcept {
   }
 }
 
-/// The kernel that evaluates loop condition C on the GPU when this translation unit is
-/// compiled by nvcc, null otherwise.
+/// The host evaluation of switch_on's selector S, or null when S is a __device__-only lambda.
+template <class S>
+constexpr HostCondition host_selector_of() noexcept {
+  if constexpr (callable_on_host<S>()) {
+    return &host_selector<S>;
+  } else {
+    return nullptr;
+  }
+}
+
+/// The kernel that evaluates condition C on the GPU when this translation unit is compiled by
+/// nvcc, null otherwise.
 template <class C>
 const void* condition_kernel_of() noexcept {
 #if defined(__CUDACC__)
   return reinterpret_cast<const void*>(&condition_kernel<C>);
+#else
+  return nullptr;
+#endif
+}
+
+/// The kernel that evaluates selector S on the GPU when this translation unit is compiled by
+/// nvcc, null otherwise.
+template <class S>
+const void* selector_kernel_of() noexcept {
+#if defined(__CUDACC__)
+  return reinterpret_cast<const void*>(&selector_kernel<S>);
 #else
   return nullptr;
 #endif

@@ -5,10 +5,12 @@
 #include <cmdgraph/command.hpp>
 #include <cmdgraph/detail/native.hpp>
 #include <cmdgraph/memory.hpp>
+#include <cmdgraph/portable.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace cmdgraph::detail {
@@ -37,8 +39,24 @@ struct ParallelForSpec {
   const void* device_kernel; // null when not recorded in a CUDA translation unit
 };
 
-/// Evaluates a condition functor (loop_while) on the calling thread.
-using HostCondition = bool (*)(const void* condition);
+/// Evaluates a condition (1 when it holds, else 0) or a selector (selector_value of what it
+/// returns) on the calling thread: the value a conditional node's handle gets on CUDA.
+using HostCondition = std::uint32_t (*)(const void* condition);
+
+/// What a selector's value `v` sets a switch's handle to: `v` when it names a body (0 up to,
+/// not including, the body count), and a value past every body for a negative `v` or one past
+/// 32 bits, which a plain conversion would wrap onto a body.
+template <class V>
+CMDGRAPH_HOST_DEVICE constexpr std::uint32_t selector_value(V v) noexcept {
+  constexpr std::uint32_t none = 0xFFFFFFFFu;
+  if constexpr (std::is_signed_v<V>) {
+    if (v < 0) return none;
+  }
+  if constexpr (sizeof(V) > sizeof(std::uint32_t)) {
+    if (static_cast<std::make_unsigned_t<V>>(v) > none) return none;
+  }
+  return static_cast<std::uint32_t>(v);
+}
 
 struct ConditionSpec {
   KernelParam condition;      // stored like a kernel parameter: it is one on the GPU

@@ -39,11 +39,12 @@ unsigned resident_blocks(const void* kernel, int device) {
 
 // ---- Checks: can the command run on this device, where it sits? ----
 
-// Where a command sits. A loop body on CUDA is a conditional node's body graph, which takes
-// no host, event or capture nodes; an executed buffer becomes a child graph that CUDA clones,
-// which must not hold a loop (its handle belongs to the graph it was made in).
+// Where a command sits. A conditional command's body on CUDA is a conditional node's body
+// graph, which takes no host, event or capture nodes; an executed buffer becomes a child graph
+// that CUDA clones, which must not hold a conditional node (its handle belongs to the graph it
+// was made in).
 struct Within {
-  bool loop = false;
+  bool conditional = false;
   bool executed = false;
 };
 
@@ -71,7 +72,7 @@ class Check {
   void operator()(const HostPayload&) const {}
   void operator()(const EventRecordPayload& p) const { event(*p.event, false); }
   void operator()(const EventWaitPayload& p) const { event(*p.event, true); }
-  void operator()(const NestedPayload&) const { body({within_.loop, true}); }
+  void operator()(const NestedPayload&) const { bodies({within_.conditional, true}); }
   void operator()(const CapturePayload&) const {}
   void operator()(const BarrierPayload&) const {}
   void operator()(const LoopPayload& p) const { conditional(p.condition); }
@@ -83,15 +84,18 @@ class Check {
   // Recorded only at the top of the buffer compiled (the recording refuses them in bodies).
   void operator()(const AllocPayload&) const {}
   void operator()(const FreePayload&) const {}
+  void operator()(const IfElsePayload& p) const { conditional(p.condition); }
+  void operator()(const SwitchPayload& p) const { conditional(p.condition); }
 
   /// Checks every command of `plan` where `within` says it sits.
   static void all(const Plan& plan, const Plan& root, int device, Within within) {
     for (std::uint32_t c = 0; c < plan.size(); ++c) {
       const Check check(plan, c, root, device, within);
-      if (within.loop && !traits(plan.kind(c)).in_device_loop) {
+      if (within.conditional && !traits(plan.kind(c)).in_device_loop) {
         check.refuse(errc::unsupported,
-                     "a loop body on a CUDA device holds only kernels, parallel_for, copies, "
-                     "fills, executed buffers and loops (a conditional node's body graph)");
+                     "the body of a loop, if or switch on a CUDA device holds only kernels, "
+                     "parallel_for, copies, fills, executed buffers, loops, ifs and switches (a "
+                     "conditional node's body graph)");
       }
       std::visit(check, plan.payload(c));
     }
@@ -131,7 +135,9 @@ class Check {
                  (d.is_cuda() ? " (a device records only its own events)" : ""));
     }
   }
-  void body(Within within) const { all(*plan_.body(c_), root_, device_, within); }
+  void bodies(Within within) const {
+    for (const auto& body : plan_.bodies_of(c_)) all(*body, root_, device_, within);
+  }
   // A command that runs its body through a conditional node.
   void conditional(const Condition& condition) const {
     if (within_.executed) {
@@ -143,10 +149,10 @@ class Check {
     }
     if (!condition.device_kernel) {
       refuse(errc::unsupported,
-             "its condition has no device version (record it in a translation unit compiled by "
-             "nvcc, with a __host__ __device__ call operator)");
+             "its condition or selector has no device version (record it in a translation unit "
+             "compiled by nvcc, with a __host__ __device__ call operator)");
     }
-    body({true, within_.executed});
+    bodies({true, within_.executed});
   }
 
   const Plan& plan_;
@@ -255,11 +261,13 @@ struct GraphForm {
     cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
     return site.place(spec);
   }
-  cudaGraphNode_t operator()(const LoopPayload& p) const {
-    return site.conditional(cudaGraphCondTypeWhile, p.condition);
-  }
-  cudaGraphNode_t operator()(const IfPayload& p) const {
-    return site.conditional(cudaGraphCondTypeIf, p.condition);
+  template <class P>
+  cudaGraphNode_t conditional(const P& p) const {
+    static constexpr cudaGraphConditionalNodeType type =
+        P::branching == Branching::repeat ? cudaGraphCondTypeWhile
+        : P::branching == Branching::once ? cudaGraphCondTypeIf
+                                          : cudaGraphCondTypeSwitch;
+    return site.conditional(type, p.condition);
   }
   cudaGraphNode_t operator()(const CollectivePayload&) const { return site.collective_graph(); }
   // CUDA's graph memory pool backs the allocation while the graph runs and reuses it across
@@ -280,6 +288,10 @@ struct GraphForm {
     spec.params.free.dptr = site.to_free();
     return site.place(spec);
   }
+  cudaGraphNode_t operator()(const LoopPayload& p) const { return conditional(p); }
+  cudaGraphNode_t operator()(const IfPayload& p) const { return conditional(p); }
+  cudaGraphNode_t operator()(const IfElsePayload& p) const { return conditional(p); }
+  cudaGraphNode_t operator()(const SwitchPayload& p) const { return conditional(p); }
 };
 
 // ---- Stream operations ----
@@ -329,8 +341,15 @@ struct StreamForm {
     }
   }
   void operator()(const BarrierPayload&) const {}  // ordering only
-  void operator()(const LoopPayload&) const {}     // device-decided: refused by streams
-  void operator()(const IfPayload&) const {}       // device-decided: refused by streams
+  // A conditional command is a graph of its own (its condition kernel, its conditional node
+  // and its bodies), launched in order on the task's stream.
+  void conditional() const {
+    cuda::launch_graph(site.graph, site.stream, site.served);
+  }
+  void operator()(const LoopPayload&) const { conditional(); }
+  void operator()(const IfPayload&) const { conditional(); }
+  void operator()(const IfElsePayload&) const { conditional(); }
+  void operator()(const SwitchPayload&) const { conditional(); }
   void operator()(const CollectivePayload& p) const {
     enqueue_collective(p, site.args, site.stream, site.served);
   }

@@ -20,8 +20,8 @@ namespace cmdgraph::detail {
 
 /// Throws, naming the first command of `plan` (bodies included) that cannot run on CUDA
 /// device `device`: a parallel_for without a device version, a recorded event of another
-/// device (waiting for one is fine), memory of another device outside a copy, what a loop body
-/// cannot hold. Opens peer access for copies that reach another device.
+/// device (waiting for one is fine), memory of another device outside a copy, what the body of
+/// a conditional command cannot hold. Opens peer access for copies that reach another device.
 void check_runs_on_device(const Plan& plan, int device);
 /// Throws unless memory `r` can be reached by root command `c` on CUDA device `device`.
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device);
@@ -62,8 +62,9 @@ class GraphSite {
   /// A child graph node for what stream capture makes of the command's collective (captured
   /// here; in an update, set in place of the node's graph).
   virtual cudaGraphNode_t collective_graph() = 0;
-  /// A conditional node of `type` over the command's body, its handle set by `condition`'s
-  /// kernel before the node (and, for WHILE, again at the end of every pass).
+  /// A conditional node of `type` over the command's bodies (one body graph each), its handle
+  /// set by `condition`'s kernel before the node (and, for WHILE, again at the end of every
+  /// pass).
   virtual cudaGraphNode_t conditional(cudaGraphConditionalNodeType type,
                                       const Condition& condition) = 0;
   /// The command's memory allocation node returned `address`: later nodes reach its transient
@@ -81,6 +82,7 @@ struct StreamSite {
   const ArgumentStore& args;
   const KernelLaunch* kernel;  // for kinds that run one kernel
   HostCallback* callback;      // for host tasks
+  cudaGraphExec_t graph;       // for conditional commands: their own instantiated graph
   cuda::Served served;
   cuda::LaunchAttributes launch = {};  // for kinds that run one kernel
 };

@@ -34,7 +34,7 @@ std::uint32_t count_host_tasks(const Plan& plan) {
   std::uint32_t n = 0;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (std::holds_alternative<HostPayload>(plan.payload(c))) ++n;
-    if (const Plan* body = plan.body(c)) n += count_host_tasks(*body);
+    for (const auto& body : plan.bodies_of(c)) n += count_host_tasks(*body);
   }
   return n;
 }

@@ -65,7 +65,7 @@ void capture_in(const Plan& plan, const Plan& root, cudaStream_t stream, Capture
       cuda::Graph g = capture_on(plan, c, command_label(plan, c, root), stream, out.refusal);
       if (g) out.graphs.emplace(std::make_pair(&plan, c), std::move(g));
     }
-    if (const Plan* body = plan.body(c)) capture_in(*body, root, stream, out);
+    for (const auto& body : plan.bodies_of(c)) capture_in(*body, root, stream, out);
   }
 }
 
@@ -138,7 +138,7 @@ class GraphBuilder::Site final : public GraphSite {
     return callback;
   }
   cudaGraphNode_t body_graph() override {
-    const Plan& body = *plan_.body(c_);
+    const Plan& body = *plan_.bodies_of(c_).front();
     std::vector<cudaGraphNode_t> nodes;
     if (builder_.cupti_) {
       // Built straight into the node's own graph: the nodes CUPTI sees are the ones we made
@@ -208,6 +208,22 @@ class GraphBuilder::Site final : public GraphSite {
   HostAncestors before_;  // the command's nearest host-task ancestors
   HostAncestors after_;   // its dependants': itself if a host task, else what it passes on
 };
+
+BuiltGraph GraphBuilder::build_command(const Plan& root, const Plan& plan, std::uint32_t c,
+                                       const ArgumentStore& args) {
+  BuiltGraph out;
+  out_ = &out;
+  root_ = &root;
+  out.root = &root;
+  out.graph = cuda::create_graph(cuda::for_executable(root.buffer_name));
+  Site site(*this, plan, c, args, out.graph.get(), {}, {},
+            kernel_priority(plan.command(c), device_, {}), nullptr, no_timed);
+  out.nodes.assign(1, add_graph_node(plan.payload(c), site));
+  out.origins.push_back({out.nodes[0], &plan, c});
+  ++out.node_count;
+  out_ = nullptr;
+  return out;
+}
 
 BuiltGraph GraphBuilder::build(const Plan& plan, ArgumentStore& args,
                                TransientBinding& transients, bool bound) {
@@ -378,8 +394,9 @@ void GraphBuilder::note_all(cudaGraph_t graph, std::uint32_t timed, cuda::Served
   }
 }
 
-// A one-thread kernel sets the condition before the conditional node; a WHILE body ends with
-// the same kernel setting it for the next pass. The passes never return to the host.
+// A one-thread kernel sets the condition before the conditional node, whose body graphs are
+// the command's bodies in its kind's order; a WHILE body ends with the same kernel setting it
+// for the next pass. The passes never return to the host.
 cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
                                               cudaGraphConditionalNodeType type,
                                               const Condition& condition,
@@ -398,21 +415,30 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
   const cudaGraphNode_t first = cuda::add_node(graph, deps, check, name);
   if (cupti_) note(first, timed, true);
 
+  const auto bodies = plan.bodies_of(c);
   cuda::NodeSpec conditional = cuda::NodeSpec::of(cudaGraphNodeTypeConditional);
   conditional.params.conditional.handle = handle;
   conditional.params.conditional.type = type;
-  conditional.params.conditional.size = 1;
+  conditional.params.conditional.size = static_cast<unsigned>(bodies.size());
   const cudaGraphNode_t node = cuda::add_node(graph, {&first, 1}, conditional, name);
-  cudaGraph_t body_graph = conditional.params.conditional.phGraph_out[0];
-
-  const Plan& body = *plan.body(c);
-  std::vector<cudaGraphNode_t> body_nodes;
-  // CUPTI: what runs in the body is timed as the conditional itself.
+  // CUPTI: what runs in the bodies is timed as the conditional itself.
   const std::uint32_t fold = std::exchange(fold_into_, fold_into_ == no_timed ? timed : fold_into_);
-  add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr, priority);
   out_->origins.push_back({first, &plan, c});
   ++out_->node_count;
-  if (type == cudaGraphCondTypeWhile) {
+  for (std::size_t b = 0; b < bodies.size(); ++b) {
+    const Plan& body = *bodies[b];
+    cudaGraph_t body_graph = conditional.params.conditional.phGraph_out[b];
+    std::vector<cudaGraphNode_t> body_nodes;
+    add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr, priority);
+    if (type != cudaGraphCondTypeWhile) {
+      // An empty body (a case that does nothing) gets one empty node: CUDA's documentation
+      // does not say that a body graph may have none.
+      if (body.size() == 0) {
+        cuda::NodeSpec empty = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
+        cuda::add_node(body_graph, {}, empty, name);
+      }
+      continue;
+    }
     std::vector<cudaGraphNode_t> last;  // the body's sinks
     for (std::uint32_t k = 0; k < body.size(); ++k) {
       if (body.children[k].empty()) last.push_back(body_nodes[k]);

@@ -1,8 +1,10 @@
 // GraphBuilder: a plan as a cudaGraph_t, one node per command (each kind's node comes from
 // cuda_commands), edges from the plan's transitive reduction. Bodies of executed buffers become
-// child graphs, captures and collectives child graphs of what they enqueued, loops conditional
-// WHILE nodes; event profiling adds timed event nodes around every command, CUPTI profiling
-// notes which nodes' activity records time which command.
+// child graphs, captures and collectives child graphs of what they enqueued, conditional
+// commands conditional WHILE, IF and SWITCH nodes; event profiling adds timed event nodes
+// around every command, CUPTI profiling notes which nodes' activity records time which
+// command. The streams backend builds its conditional commands here too, each a graph of its
+// own.
 #pragma once
 
 #include "backend/cuda_commands/cuda_commands.hpp"
@@ -88,6 +90,11 @@ class GraphBuilder {
   /// never freed are freed after every command.
   BuiltGraph build(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
                    bool bound = false);
+  /// A graph of command `c` of `plan` alone (a part of executable `root`, which names it),
+  /// with the values of `args`: how the streams backend runs a conditional command. Its one
+  /// top-level node is nodes[0]; profiling adds no event nodes.
+  BuiltGraph build_command(const Plan& root, const Plan& plan, std::uint32_t c,
+                           const ArgumentStore& args);
   /// Makes node `node` of `exec` take root command `c`'s values in `args` (an updatable kind).
   /// For a collective, returns the graph captured anew, which must live as long as `exec` may
   /// run it; null for other kinds.
@@ -97,7 +104,7 @@ class GraphBuilder {
  private:
   class Site;
   /// Adds a node per command of `plan` to `graph`; with `profiled`, timed event nodes around
-  /// each (never inside loop bodies, where CUDA allows no event nodes). `entry`: the nearest
+  /// each (never inside conditional bodies, where CUDA allows no event nodes). `entry`: the nearest
   /// host-task ancestors of the plan's sources; returns those of what follows its sinks.
   /// `priority`: that of the command whose body `plan` is, for kernels without their own.
   HostAncestors add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,

@@ -235,7 +235,7 @@ void collect_peers(const Plan& plan, const Plan& root, std::vector<PeerGroup>& o
       if (group == out.end()) group = out.insert(out.end(), PeerGroup{p->comm, {}});
       group->collectives.push_back(command_label(plan, c, root));
     }
-    if (const Plan* body = plan.body(c)) collect_peers(*body, root, out);
+    for (const auto& body : plan.bodies_of(c)) collect_peers(*body, root, out);
   }
 }
 }  // namespace
@@ -257,7 +257,7 @@ namespace {
 void collect_device_code(const Plan& plan, const Plan& root, std::vector<std::string>& out) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (traits(plan.kind(c)).runs_device_code) out.push_back(command_label(plan, c, root));
-    if (const Plan* body = plan.body(c)) collect_device_code(*body, root, out);
+    for (const auto& body : plan.bodies_of(c)) collect_device_code(*body, root, out);
   }
 }
 }  // namespace

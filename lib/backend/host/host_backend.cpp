@@ -27,7 +27,7 @@ void check_runs_on_host(const Plan& plan, const Plan& root) {
     if (const HostRefusal refusal = host_refusal(plan.payload(c), plan.arguments)) {
       refuse(plan, c, root, refusal);
     }
-    if (const Plan* body = plan.body(c)) check_runs_on_host(*body, root);
+    for (const auto& body : plan.bodies_of(c)) check_runs_on_host(*body, root);
   }
 }
 
@@ -96,7 +96,8 @@ void start_launch(std::shared_ptr<const HostProgram> program,
   }
 }
 
-// The program of `plan`, its commands named as parts of `root`, with one for each loop's body.
+// The program of `plan`, its commands named as parts of `root`, with one for each body of each
+// conditional command.
 std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan, const Plan& root) {
   auto program = std::make_shared<HostProgram>();
   program->flat = flatten(*plan);
@@ -107,9 +108,11 @@ std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan, 
     const FlatTask& t = program->flat.tasks[i];
     program->names.push_back(t.is_join() ? std::string("join")
                                           : command_label(*t.plan, t.command, root));
-    // Executed buffers are expanded in place; a body left in a task runs as it decides.
-    if (!t.is_join() && t.plan->body(t.command)) {
-      program->bodies[i] = program_of(t.plan->bodies[t.command], root);
+    // Executed buffers are expanded in place; bodies left in a task run as it decides.
+    if (!t.is_join()) {
+      for (const auto& body : t.plan->bodies_of(t.command)) {
+        program->bodies[i].push_back(program_of(body, root));
+      }
     }
   }
   program->plan = std::move(plan);

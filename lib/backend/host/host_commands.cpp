@@ -66,9 +66,12 @@ struct Refuse {
   HostRefusal operator()(const IfPayload& p) const { return condition(p.condition); }
   HostRefusal operator()(const AllocPayload&) const { return {}; }
   HostRefusal operator()(const FreePayload&) const { return {}; }
+  HostRefusal operator()(const IfElsePayload& p) const { return condition(p.condition); }
+  HostRefusal operator()(const SwitchPayload& p) const { return condition(p.condition); }
   static HostRefusal condition(const Condition& c) {
     if (c.host) return {};
-    return {errc::unsupported, "its condition has no host version (__device__ only)"};
+    return {errc::unsupported,
+            "its condition or selector has no host version (__device__ only)"};
   }
 };
 
@@ -111,16 +114,18 @@ struct Run {
   }
   HostOutcome operator()(const CapturePayload&) const { return HostOutcome::failed; }  // refused
   HostOutcome operator()(const BarrierPayload&) const { return HostOutcome::ok; }
-  HostOutcome operator()(const LoopPayload& p) const {
-    return launch.run_body(task, p.condition, true);
-  }
-  HostOutcome operator()(const IfPayload& p) const {
-    return launch.run_body(task, p.condition, false);
+  template <class P>
+  HostOutcome conditional(const P& p) const {
+    return launch.run_conditional(task, p.condition, P::branching);
   }
   HostOutcome operator()(const CollectivePayload&) const { return HostOutcome::failed; }  // refused
   // The executable placed its transients in its arena when compiled: ordering only.
   HostOutcome operator()(const AllocPayload&) const { return HostOutcome::ok; }
   HostOutcome operator()(const FreePayload&) const { return HostOutcome::ok; }
+  HostOutcome operator()(const LoopPayload& p) const { return conditional(p); }
+  HostOutcome operator()(const IfPayload& p) const { return conditional(p); }
+  HostOutcome operator()(const IfElsePayload& p) const { return conditional(p); }
+  HostOutcome operator()(const SwitchPayload& p) const { return conditional(p); }
 };
 
 }  // namespace

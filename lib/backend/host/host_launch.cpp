@@ -1,5 +1,6 @@
 // HostLaunch: dependency counting, running tasks (each kind's run is in host_commands.cpp),
-// parallel_for in chunks, loops as launches of their body, events, error capture.
+// parallel_for in chunks, conditional commands as launches of their bodies, events, error
+// capture.
 #include "backend/host/host_launch.hpp"
 
 #include "error/task_failure.hpp"
@@ -157,39 +158,40 @@ void HostLaunch::run_chunk(std::uint32_t task, const ParallelForPayload& pf, std
   }
 }
 
-HostOutcome HostLaunch::run_body(std::uint32_t task, const Condition& condition, bool repeat) {
+HostOutcome HostLaunch::run_conditional(std::uint32_t task, const Condition& condition,
+                                        Branching branching) {
+  std::optional<std::uint32_t> body;
   try {
-    if (program_->bodies[task]->flat.tasks.empty()) {
-      // An empty body: nothing to run between the checks.
-      if (repeat) {
-        while (holds(task, condition)) {
-        }
-      } else {
-        holds(task, condition);
-      }
-      return HostOutcome::ok;
+    body = choose(task, condition, branching);
+    // An empty body: nothing to run between the checks.
+    while (body && program_->bodies[task][*body]->flat.tasks.empty()) {
+      body = branching == Branching::repeat ? choose(task, condition, branching) : std::nullopt;
     }
-    if (!holds(task, condition)) return HostOutcome::ok;
   } catch (...) {
     fail(task, "condition");
     return HostOutcome::failed;
   }
-  start_pass(task, condition, repeat);
+  if (!body) return HostOutcome::ok;
+  start_pass(task, *body, condition, branching);
   return HostOutcome::deferred;
 }
 
-bool HostLaunch::holds(std::uint32_t task, const Condition& condition) const {
-  return condition.host(arguments_of(program_->flat.tasks[task]).data(condition.functor));
+std::optional<std::uint32_t> HostLaunch::choose(std::uint32_t task, const Condition& condition,
+                                                Branching branching) const {
+  const std::uint32_t value =
+      condition.host(arguments_of(program_->flat.tasks[task]).data(condition.functor));
+  return chosen_body(branching, value, program_->bodies[task].size());
 }
 
-void HostLaunch::start_pass(std::uint32_t task, const Condition& condition, bool repeat) {
+void HostLaunch::start_pass(std::uint32_t task, std::uint32_t body, const Condition& condition,
+                            Branching branching) {
   try {
-    const std::shared_ptr<const HostProgram>& body = program_->bodies[task];
-    const std::shared_ptr<const Plan>& plan = body->plan;
+    const std::shared_ptr<const HostProgram>& program = program_->bodies[task][body];
+    const std::shared_ptr<const Plan>& plan = program->plan;
     auto pass = std::make_shared<HostLaunch>(
-        body, std::shared_ptr<const ArgumentStore>(plan, &plan->arguments), EventGenerations{},
-        [self = shared_from_this(), task, &condition, repeat](std::exception_ptr error) {
-          self->after_pass(task, condition, repeat, std::move(error));
+        program, std::shared_ptr<const ArgumentStore>(plan, &plan->arguments), EventGenerations{},
+        [self = shared_from_this(), task, &condition, branching](std::exception_ptr error) {
+          self->after_pass(task, condition, branching, std::move(error));
         },
         nullptr, nullptr);
     pass->start();
@@ -199,23 +201,28 @@ void HostLaunch::start_pass(std::uint32_t task, const Condition& condition, bool
   }
 }
 
-void HostLaunch::after_pass(std::uint32_t task, const Condition& condition, bool repeat,
+void HostLaunch::after_pass(std::uint32_t task, const Condition& condition, Branching branching,
                             std::exception_ptr error) {
   if (error) {
     keep_first_error(std::move(error));
     resume_after(task, true);
     return;
   }
-  bool again = false;
+  if (branching != Branching::repeat) {
+    resume_after(task, false);
+    return;
+  }
+  // A loop's body is never empty here (run_conditional spins on empty ones).
+  std::optional<std::uint32_t> again;
   try {
-    again = repeat && holds(task, condition);
+    again = choose(task, condition, branching);
   } catch (...) {
     fail(task, "condition");
     resume_after(task, true);
     return;
   }
   if (again) {
-    start_pass(task, condition, repeat);
+    start_pass(task, *again, condition, branching);
   } else {
     resume_after(task, false);
   }

@@ -29,13 +29,14 @@ struct HostProgram {
   std::shared_ptr<const Plan> plan;
   FlatPlan flat;
   std::vector<std::string> names;  // per task: how errors, traces and NVTX name it
-  std::vector<std::shared_ptr<const HostProgram>> bodies;  // per task: a body run as it decides
+  // Per task: the bodies of a conditional command, run as its condition decides.
+  std::vector<std::vector<std::shared_ptr<const HostProgram>>> bodies;
 };
 
 /// The event generations a launch's record and wait commands use, fixed when it is submitted
 /// (per task; 0 for other tasks): a record finishes the generation it began at submission, a
-/// wait waits for the latest record submitted before its launch. Empty for a loop's passes,
-/// whose records and waits act as they run.
+/// wait waits for the latest record submitted before its launch. Empty for the runs of a
+/// conditional command's bodies, whose records and waits act as they run.
 using EventGenerations = std::vector<std::uint64_t>;
 
 /// Ends one host launch exactly once, whichever path gets there first (its last task, or a
@@ -77,9 +78,11 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   // For the commands' runs (host_commands.cpp).
   HostOutcome run_parallel_for(std::uint32_t task, const ParallelForPayload& pf,
                                std::size_t count);
-  /// Runs task `task`'s body while `condition` holds (`repeat`), or once if it holds: each
-  /// pass a launch of its own, the condition evaluated on the host before it.
-  HostOutcome run_body(std::uint32_t task, const Condition& condition, bool repeat);
+  /// Runs the body of conditional task `task` that `condition`'s value picks (`branching`),
+  /// again while it picks one when `branching` repeats: each pass a launch of its own, the
+  /// condition evaluated on the host before it.
+  HostOutcome run_conditional(std::uint32_t task, const Condition& condition,
+                              Branching branching);
   void record_event(std::uint32_t task, EventState& event);
   HostOutcome wait_for_event(std::uint32_t task, EventState& event);
   /// Files the exception being handled as the launch's error, naming the task.
@@ -96,11 +99,15 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   void end_skipped_record(std::uint32_t task);
   void run_chunk(std::uint32_t task, const ParallelForPayload& pf, std::size_t begin,
                  std::size_t end);
-  /// Whether task `task` runs its body (again); throws what the condition throws.
-  bool holds(std::uint32_t task, const Condition& condition) const;
-  /// Runs the body of task `task` once, as a launch of its own; then checks again if `repeat`.
-  void start_pass(std::uint32_t task, const Condition& condition, bool repeat);
-  void after_pass(std::uint32_t task, const Condition& condition, bool repeat,
+  /// The body of task `task` its condition picks now, if any; throws what the condition
+  /// throws.
+  std::optional<std::uint32_t> choose(std::uint32_t task, const Condition& condition,
+                                      Branching branching) const;
+  /// Runs body `body` of task `task` once, as a launch of its own; then chooses again if
+  /// `branching` repeats.
+  void start_pass(std::uint32_t task, std::uint32_t body, const Condition& condition,
+                  Branching branching);
+  void after_pass(std::uint32_t task, const Condition& condition, Branching branching,
                   std::exception_ptr error);
   /// Marks `task` finished; returns one ready child to continue with, posting the others.
   std::uint32_t complete(std::uint32_t task, bool failed);

@@ -1,10 +1,13 @@
-// StreamsExecutable: lanes and events made once; each launch enqueues the whole schedule.
+// StreamsExecutable: lanes, events and the graphs of conditional commands made once; each
+// launch enqueues the whole schedule.
 #include "backend/streams/streams_backend.hpp"
 
 #include "backend/cuda_commands/cuda_commands.hpp"
+#include "backend/cuda_graph/graph_builder.hpp"
 #include "backend/cuda_launch/cuda_executable.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
 #include "cuda/runtime.hpp"
+#include "cuda/graph_ops.hpp"
 #include "cuda/stream_ops.hpp"
 #include "observe/nvtx.hpp"
 #include "plan/flat_plan.hpp"
@@ -19,17 +22,14 @@
 namespace cmdgraph::detail {
 namespace {
 
-// The host enqueues stream work one command at a time, ahead of the GPU: a body whose runs
-// depend on values the GPU computes needs a CUDA graph's conditional node or the host.
-void refuse_device_decided(const Plan& plan) {
-  const auto decided = find_command(plan, [](const KindTraits& t) { return t.device_decided; });
-  if (decided) {
-    throw Error(errc::unsupported,
-                "command '" + *decided + "' cannot run on the streams backend: a body run as a "
-                "condition says needs a CUDA graph (a conditional node) or the host backend",
-                {*decided});
-  }
-}
+// The host enqueues stream work ahead of the GPU, so a body whose runs depend on values the GPU
+// computes is decided on the device: each conditional command is a graph of its own (its
+// condition kernel, its conditional node, its bodies), built as the graph backend builds one,
+// instantiated once and launched on its task's stream in order with the rest.
+struct ConditionalGraph {
+  BuiltGraph built;  // what `exec` was instantiated from or last updated with
+  cuda::GraphExec exec;
+};
 
 // One flat task as it is enqueued, prepared at compile time.
 struct StreamTask {
@@ -39,6 +39,7 @@ struct StreamTask {
   std::optional<KernelLaunch> kernel;  // kinds that run one kernel
   HostCallback* callback = nullptr;    // host tasks
   cuda::LaunchAttributes launch;       // programmatic stream serialization
+  std::shared_ptr<ConditionalGraph> graph;  // conditional commands
 };
 
 std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
@@ -139,6 +140,8 @@ class StreamsExecutable final : public CudaExecutable {
     s.cross_stream_edges = schedule_.cross_edges;
     s.edges_programmatic = programmatic_edges_;
     s.commands_prioritised = count_prioritised(this->plan());
+    s.conditional_graphs = static_cast<std::size_t>(
+        std::count_if(tasks_.begin(), tasks_.end(), [](const StreamTask& t) { return t.graph; }));
   }
   ~StreamsExecutable() override { wait_for_launches(); }
 
@@ -165,11 +168,6 @@ class StreamsExecutable final : public CudaExecutable {
   }
 
  private:
-  void check_runs(const Plan& plan) const override {
-    refuse_device_decided(plan);
-    CudaExecutable::check_runs(plan);
-  }
-
   void enqueue(CudaQueue& queue, CudaQueue* previous) override {
     const std::vector<cudaStream_t>& lanes = lanes_for(queue);
     cudaStream_t main = lanes[0];
@@ -209,8 +207,13 @@ class StreamsExecutable final : public CudaExecutable {
       for (cudaEvent_t e : profiling_.before[t]) cuda::record_event(e, s, served);
     }
     if (!task.task->is_join()) {
-      const StreamSite site{s, *task.args, task.kernel ? &*task.kernel : nullptr, task.callback,
-                            served, task.launch};
+      const StreamSite site{s,
+                            *task.args,
+                            task.kernel ? &*task.kernel : nullptr,
+                            task.callback,
+                            task.graph ? task.graph->exec.get() : nullptr,
+                            served,
+                            task.launch};
       enqueue_on_stream(task.task->plan->payload(task.task->command), site);
     }
     if (profiled) {
@@ -229,19 +232,27 @@ class StreamsExecutable final : public CudaExecutable {
   }
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
-                    const UpdateOptions&) override {
+                    const UpdateOptions& options) override {
     ArgumentStore args = plan->arguments;
     const cuda::ScopedDevice on(ordinal());
     std::lock_guard lock(mutex());
     TransientBinding transients(*plan);
-    adopt(std::move(plan), std::move(args), std::move(transients));
-    return {static_cast<bool>(difference), difference.what};
+    if (difference) {
+      adopt(std::move(plan), std::move(args), std::move(transients));
+      return {true, difference.what};
+    }
+    std::string why = adopt(std::move(plan), std::move(args), std::move(transients), &options);
+    return {!why.empty(), std::move(why)};
   }
 
   // Takes `plan` with `args`: schedule, per-task preparation, events, the transients' arena
-  // (kept when big enough). What launches in flight may still use (host callbacks, an arena
-  // replaced) is kept until they finish.
-  void adopt(std::shared_ptr<const Plan> plan, ArgumentStore args, TransientBinding transients) {
+  // (kept when big enough), the graphs of conditional commands. With `in_place` (a plan of the
+  // current one's structure), each graph takes the new values in place where CUDA accepts
+  // them; see attach_graphs. What launches in flight may still use (host callbacks, an arena
+  // or graphs replaced) is kept until they finish. Returns why a graph was re-instantiated, if
+  // one was.
+  std::string adopt(std::shared_ptr<const Plan> plan, ArgumentStore args,
+                    TransientBinding transients, const UpdateOptions* in_place = nullptr) {
     const int device = ordinal();
     FlatPlan flat = flatten(*plan);
     LaneSchedule schedule = assign_lanes(flat, max_streams_, lane_classes(flat, device));
@@ -267,9 +278,17 @@ class StreamsExecutable final : public CudaExecutable {
     if (profiling()) timers = make_profiling(flat, schedule, device);
     auto context = launch_context(*plan, device, errors,
                                   events_pool_ ? events_pool_ : std::make_shared<EventPool>(device));
+    // Last: graphs taken in place are rolled back when this fails, and nothing after it can.
+    std::string why = attach_graphs(tasks, *plan, in_place);
 
-    // Nothing above touched this object: commit.
-    if (callbacks_) retire(std::make_shared<Keep>(Keep{host_errors_, callbacks_}));
+    // Nothing above touched this object, but for graphs updated in place: commit.
+    if (callbacks_) {
+      auto keep = std::make_shared<Keep>(Keep{host_errors_, callbacks_, {}});
+      for (const StreamTask& t : tasks_) {
+        if (t.graph) keep->graphs.push_back(t.graph);
+      }
+      retire(std::move(keep));
+    }
     if (arena_ && arena != arena_) retire(arena_);
     if (arena != arena_) arena_pending_ = true;
     arena_ = std::move(arena);
@@ -287,6 +306,85 @@ class StreamsExecutable final : public CudaExecutable {
     start_context(std::move(context));
     forks_ = std::any_of(schedule_.fork_wait.begin(), schedule_.fork_wait.end(), [](auto f) { return f; });
     replace_plan_after_launches(std::move(plan));
+    return why;
+  }
+
+  // Gives every conditional task of `tasks` its graph, built with its values. With `in_place`,
+  // `tasks` has the structure of tasks_ (task for task): each graph is taken into the current
+  // task's instantiation where CUDA accepts it; where CUDA refuses, it is instantiated afresh
+  // when `in_place` allows a rebuild, else Error(update_refused) names the command and every
+  // graph taken so far is set back (as on any failure). Returns why a graph was instantiated
+  // afresh, if one was.
+  std::string attach_graphs(std::vector<StreamTask>& tasks, const Plan& root,
+                            const UpdateOptions* in_place) {
+    GraphBuilder builder(ordinal(), nullptr, ProfileMode::off);
+    struct Taken {
+      ConditionalGraph* graph;
+      BuiltGraph fresh;
+    };
+    std::vector<Taken> taken;
+    // Each instantiation takes back the graph it had; a failure there leaves nothing better to
+    // do than go on with the others.
+    auto set_back = [&taken]() noexcept {
+      for (Taken& t : taken) {
+        try {
+          std::string ignored;
+          cudaGraphNode_t at = nullptr;
+          cuda::update_exec(t.graph->exec.get(), t.graph->built.graph.get(), ignored, at);
+        } catch (...) {
+        }
+      }
+    };
+    std::string why;
+    try {
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        StreamTask& task = tasks[i];
+        const FlatTask& t = *task.task;
+        if (t.is_join() || !traits(t.plan->kind(t.command)).conditional) continue;
+        BuiltGraph fresh = builder.build_command(root, *t.plan, t.command, *task.args);
+        if (in_place && i < tasks_.size() && tasks_[i].graph) {
+          const std::shared_ptr<ConditionalGraph>& current = tasks_[i].graph;
+          if (take_in_place(*current, fresh, task.name, *in_place, why)) {
+            task.graph = current;
+            taken.push_back({current.get(), std::move(fresh)});
+            continue;
+          }
+        }
+        auto graph = std::make_shared<ConditionalGraph>();
+        graph->exec = cuda::instantiate(fresh.graph.get(), nullptr, fresh.node_priority,
+                                        cuda::Served(task.name),
+                                        [&](cudaGraphNode_t n) { return fresh.name_of(n); });
+        graph->built = std::move(fresh);
+        task.graph = std::move(graph);
+      }
+    } catch (...) {
+      set_back();
+      throw;
+    }
+    // The instantiations taken in place now hold the fresh graphs' values.
+    for (Taken& t : taken) t.graph->built = std::move(t.fresh);
+    return why;
+  }
+
+  // Takes `fresh` into `current`'s instantiation; true when CUDA took it. When CUDA refuses:
+  // Error(update_refused) naming the command (`task`, or the body command CUDA names), unless
+  // `options` allow a rebuild; then false, and `why` says why if nothing said so before.
+  bool take_in_place(ConditionalGraph& current, const BuiltGraph& fresh, const std::string& task,
+                     const UpdateOptions& options, std::string& why) const {
+    std::string refused;
+    cudaGraphNode_t at = nullptr;
+    const cudaError_t status =
+        cuda::update_exec(current.exec.get(), fresh.graph.get(), refused, at);
+    if (status == cudaSuccess) return true;
+    const std::string named = fresh.name_of(at);
+    const std::string command = named.empty() ? task : named;
+    const std::string reason =
+        "CUDA refused the update (" + refused + ") at command '" + command + "'";
+    if (!options.reinstantiate_if_needed) {
+      refuse_update(reason, {command}, static_cast<int>(status));
+    }
+    if (why.empty()) why = reason;
+    return false;
   }
 
   // The lanes for a launch from `queue`: its own stream, then this executable's streams made
@@ -359,6 +457,7 @@ class StreamsExecutable final : public CudaExecutable {
   struct Keep {
     std::shared_ptr<HostErrors> errors;
     std::shared_ptr<HostCallbacks> callbacks;
+    std::vector<std::shared_ptr<ConditionalGraph>> graphs;
   };
 
   unsigned max_streams_;
@@ -387,7 +486,6 @@ class StreamsExecutable final : public CudaExecutable {
 std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> plan, Device device,
                                                  const CompileOptions& options,
                                                  ExecutableStats stats) {
-  refuse_device_decided(*plan);
   check_runs_on_device(*plan, device.ordinal());
   ArgumentStore args = plan->arguments;
   TransientBinding transients(*plan);
