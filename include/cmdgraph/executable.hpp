@@ -59,12 +59,12 @@ enum class Hazards : unsigned char {
 /// How an executable's commands are timed (CompileOptions::profile, ExecutableStats).
 enum class ProfileMode : unsigned char {
   off,        ///< not profiled: no cost at all
-  automatic,  ///< on: CUPTI where it is usable (the cuda_graph backend), else timed events;
-              ///< the host clock on the host backend. What `profile = true` asks for.
+  automatic,  ///< on: timed events on CUDA devices, the host clock on the host backend. What
+              ///< `profile = true` asks for.
   events,     ///< timed CUDA events around every command (a CUDA graph gains two event nodes
               ///< per command, which serialise what they bracket)
-  cupti,      ///< the GPU's own start and end of every kernel, copy and fill, from CUPTI's
-              ///< activity records (cuda_graph backend); requested, compile() throws
+  cupti,      ///< experimental: the GPU's own start and end of kernels, copies and fills
+              ///< from CUPTI's activity records (cuda_graph backend); compile() throws
               ///< Error(unsupported) where CUPTI is not usable
   host_clock, ///< the host's steady clock: what every mode but off gives on the host backend
               ///< (reported by ExecutableStats; requesting it for a CUDA device is refused)

@@ -81,8 +81,8 @@ TEST_CASE("cuda.profile.sampling_with_events_on_every_backend" * doctest::timeou
   }
 }
 
-// CUPTI made unavailable through its door: compile() falls back to events and says why, and
-// the profile is complete; asked for explicitly, CUPTI's absence is an error.
+// `profile = true` is timed by events; CUPTI asked for and made unavailable through its door
+// is an error.
 TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(120)) {
   const Device gpu = Device::cuda(0);
   Buffer<int> d(gpu, 1);
@@ -92,18 +92,11 @@ TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(
     cmd.fill(d, 0, 1).after(a).named("b");
     return cmd;
   };
-  for (int failing = 1; failing <= 3; ++failing) {
-    CAPTURE(failing);
+  {
+    // `profile = true` takes timed events while CUPTI mode is experimental (issue 16).
     CommandBuffer cmd = record();
-    CuptiFaultInjection::counter().fail_call(failing,
-                                             CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
     Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
-    const std::uint64_t calls = CuptiFaultInjection::counter().calls();
-    CuptiFaultInjection::counter().disarm();
-    if (calls < static_cast<std::uint64_t>(failing)) break;  // compile made fewer calls
     CHECK(exe.stats().profile_mode == ProfileMode::events);
-    CHECK(exe.stats().profile_reason.find("CUPTI") != std::string::npos);
-    MESSAGE("call " << failing << " failing: " << exe.stats().profile_reason);
     Queue q(gpu);
     exe.launch(q).wait();
     const Profile p = exe.last_profile();
