@@ -20,8 +20,8 @@ inline std::string report() { return cmdgraph::detail::last_cupti_report(); }
 /// `cmd` compiled for the graph backend in CUPTI mode, profiling one launch in `every`; fails
 /// the test (with the reason) when CUPTI is not what times it.
 inline Executable traced(CommandBuffer& cmd, const Device& gpu, unsigned every = 1) {
-  Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true,
-                                      .profile_every = every});
+  Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph,
+                                      .profile = ProfileMode::cupti, .profile_every = every});
   REQUIRE_MESSAGE(exe.stats().profile_mode == ProfileMode::cupti,
                   "not CUPTI: " << exe.stats().profile_reason);
   return exe;
