@@ -38,6 +38,8 @@ struct Profile {
   std::vector<CommandTiming> commands;
   /// Edges between commands (indices into `commands`), for flow arrows across lanes.
   std::vector<std::pair<std::size_t, std::size_t>> edges;
+  /// Those of `edges` that are programmatic (EdgeKind::programmatic), drawn as such.
+  std::vector<std::pair<std::size_t, std::size_t>> programmatic_edges;
   double launch_ms = 0;  ///< from the launch's start to its last command's end
   /// When the launch started, on the host's steady clock (lays several launches end to end).
   std::chrono::steady_clock::time_point started{};

@@ -28,7 +28,9 @@ Profile build_profile(const Plan& root, std::vector<MeasuredCommand> measured, s
   for (const MeasuredCommand& m : measured) {
     for (std::uint32_t k : m.plan->children[m.command]) {
       const auto to = index.find({m.plan, k});
-      if (to != index.end()) p.edges.emplace_back(index.at({m.plan, m.command}), to->second);
+      if (to == index.end()) continue;
+      p.edges.emplace_back(index.at({m.plan, m.command}), to->second);
+      if (m.plan->is_programmatic(m.command, k)) p.programmatic_edges.push_back(p.edges.back());
     }
   }
   // Lanes from times: each command takes the lowest lane free when it starts.

@@ -118,16 +118,21 @@ void append_launch(std::ostringstream& out, const Profile& p, std::size_t index,
         << R"(,"executable":")" << escaped(p.executable) << R"("}})";
   }
   std::size_t flow = index * 1'000'000;
-  for (const auto& [from, to] : p.edges) {
-    const CommandTiming& a = p.commands[from];
-    const CommandTiming& b = p.commands[to];
-    if (a.lane == b.lane) continue;
+  const std::set<std::pair<std::size_t, std::size_t>> programmatic(p.programmatic_edges.begin(),
+                                                                   p.programmatic_edges.end());
+  for (const auto& edge : p.edges) {
+    const CommandTiming& a = p.commands[edge.first];
+    const CommandTiming& b = p.commands[edge.second];
+    // A programmatic edge is drawn even within a lane: its child may start before it ends.
+    const bool early = programmatic.count(edge) > 0;
+    if (a.lane == b.lane && !early) continue;
+    const char* name = early ? "programmatic" : "dependency";
     ++flow;
     sep();
-    out << R"({"name":"dependency","cat":"edge","ph":"s","id":)" << flow << R"(,"pid":1,"tid":)"
-        << a.lane << R"(,"ts":)" << us(offset_ms + a.end_ms) << "}";
+    out << R"({"name":")" << name << R"(","cat":"edge","ph":"s","id":)" << flow
+        << R"(,"pid":1,"tid":)" << a.lane << R"(,"ts":)" << us(offset_ms + a.end_ms) << "}";
     sep();
-    out << R"({"name":"dependency","cat":"edge","ph":"f","bp":"e","id":)" << flow
+    out << R"({"name":")" << name << R"(","cat":"edge","ph":"f","bp":"e","id":)" << flow
         << R"(,"pid":1,"tid":)" << b.lane << R"(,"ts":)" << us(offset_ms + b.start_ms) << "}";
   }
 }

@@ -181,3 +181,25 @@ TEST_CASE("plan.dot.draws_edge_kinds_and_priorities" * doctest::timeout(10)) {
   CHECK(dot.find("priority high") != std::string::npos);
   CHECK(dot.find("priority -2") != std::string::npos);
 }
+
+TEST_CASE("plan.trace.names_programmatic_edges" * doctest::timeout(30)) {
+  // Profiled on the host backend (a full edge there): the trace still says which edge the
+  // recording made programmatic, and draws it within a lane too.
+  CommandBuffer cmd("traced");
+  auto a = cmd.parallel_for(8, Nothing{}).named("a");
+  auto b = cmd.parallel_for(8, Nothing{}).named("b").after(a, EdgeKind::programmatic);
+  cmd.parallel_for(8, Nothing{}).named("c").after(b);
+  Executable exe = compile(cmd, Device::host(), {.profile = true});
+  Queue q(Device::host());
+  exe.launch(q).wait();
+  const Profile p = exe.last_profile();
+  CHECK(p.programmatic_edges ==
+        std::vector<std::pair<std::size_t, std::size_t>>{{a.index(), b.index()}});
+  const std::string trace = p.trace_json();
+  std::size_t named = 0;
+  for (std::size_t at = trace.find("\"name\":\"programmatic\""); at != std::string::npos;
+       at = trace.find("\"name\":\"programmatic\"", at + 1)) {
+    ++named;
+  }
+  CHECK(named == 2);  // its start and its finish
+}
