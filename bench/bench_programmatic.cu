@@ -90,9 +90,9 @@ int main() {
                     streams_early.stats().edges_programmatic, chain - 1);
         return 1;
       }
-      std::vector<double> t[6];
+      std::vector<double> t[8];
       for (int trial = 0; trial < trials + 1; ++trial) {  // the first is a warm-up
-        double v[6];
+        double v[8];
         v[0] = bench::device_us(s, [&] { BENCH_CUDA(cudaGraphLaunch(raw_full, s)); });
         v[1] = bench::device_us(s, [&] { graph_full.launch(queue); });
         v[2] = bench::device_us(s, [&] { BENCH_CUDA(cudaGraphLaunch(raw_early, s)); });
@@ -101,8 +101,15 @@ int main() {
           for (int i = 0; i < chain; ++i) launch_link(grid, shape.cycles, true, s);
         });
         v[5] = bench::device_us(s, [&] { streams_early.launch(queue); });
+        // The host's share of the streams rows: enqueueing alone, the device drained between.
+        v[6] = bench::host_us([&] {
+          for (int i = 0; i < chain; ++i) launch_link(grid, shape.cycles, true, s);
+        });
+        queue.wait();
+        v[7] = bench::host_us([&] { streams_early.launch(queue); });
+        queue.wait();
         if (trial > 0) {
-          for (int i = 0; i < 6; ++i) t[i].push_back(v[i]);
+          for (int i = 0; i < 8; ++i) t[i].push_back(v[i]);
         }
       }
       queue.wait();
@@ -114,6 +121,8 @@ int main() {
                  "<= 1.02x");
       bench::row("streams, programmatic launches", bench::median(t[4]), bench::median(t[5]),
                  "us", "<= 1.02x");
+      bench::row("streams, host enqueue alone", bench::median(t[6]), bench::median(t[7]), "us",
+                 "");
       std::printf("  cmdgraph graph: programmatic edges %.3fx faster than full (hand: %.3fx)\n",
                   bench::median(t[1]) / bench::median(t[3]),
                   bench::median(t[0]) / bench::median(t[2]));

@@ -28,13 +28,25 @@ std::string CommunicatorState::describe() const {
 }
 
 CommunicatorState::Use::Use(CommunicatorState& state, const std::string& command)
-    : lock_(state.mutex_), comm_(state.comm_) {
+    : state_(state), lock_(state.mutex_), comm_(state.comm_) {
   if (!comm_) {
     throw Error(errc::nccl_error,
                 "command '" + command + "' cannot use communicator " + state.describe() +
                     ": cmdgraph aborted it after it " + state.failure_.why,
                 {command}, state.failure_.status);
   }
+}
+
+Error CommunicatorState::Use::abort_after(const Error& cause) {
+  const std::string why = "failed in the middle of a group of transfers (" +
+                          std::string(cause.what()) + ")";
+  const bool from_nccl = cause.code() == errc::nccl_error;
+  state_.abort_locked({errc::nccl_error, why, from_nccl ? cause.cuda_status() : 0});
+  comm_ = nullptr;
+  return Error(cause.code(),
+               std::string(cause.what()) + "; the transfers already enqueued cannot be taken " +
+                   "back, so cmdgraph aborted communicator " + state_.describe(),
+               cause.commands(), cause.cuda_status());
 }
 
 NativeCommunicator CommunicatorState::native() const noexcept {

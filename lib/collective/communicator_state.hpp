@@ -44,8 +44,13 @@ class CommunicatorState {
    public:
     Use(CommunicatorState& state, const std::string& command);
     NativeCommunicator comm() const noexcept { return comm_; }
+    /// After `cause` left work on the device that NCCL cannot take back (half a group of
+    /// transfers): aborts the communicator, which ends that work, and returns `cause` saying
+    /// so, for the caller to throw.
+    Error abort_after(const Error& cause);
 
    private:
+    CommunicatorState& state_;
     std::lock_guard<std::mutex> lock_;
     NativeCommunicator comm_;
   };

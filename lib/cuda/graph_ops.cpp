@@ -145,14 +145,19 @@ void begin_capture(cudaStream_t stream, Served served) {
 }
 
 cudaError_t end_capture(cudaStream_t stream, Graph& captured) noexcept {
+  // The capture ends whatever fault injection says about the call, as CUDA ends it on any
+  // failure: a stream left capturing would hold its graph, and whatever the graph holds (a
+  // communicator NCCL captured cannot be destroyed before it), for ever.
   cudaGraph_t graph = nullptr;
-  const cudaError_t status = try_call([&] { return cudaStreamEndCapture(stream, &graph); });
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  Graph made = graph ? adopt(graph) : Graph{};
+  const cudaError_t status = try_call([&] { return ended; });
   if (status != cudaSuccess) {
-    // A refused capture produces no graph: there is nothing of it to destroy.
+    // A refused capture produces no graph; one made before an injected failure goes with `made`.
     clear_error();
     return status;
   }
-  captured = adopt(graph);
+  captured = std::move(made);
   return status;
 }
 

@@ -28,10 +28,11 @@ LiveCounts live_counts() noexcept {
 
 namespace {
 // Destruction never reports; a failure must not leave CUDA's sticky last error behind for an
-// unrelated call to trip over.
+// unrelated call to trip over. Not counted by fault injection, which would skip the call: a
+// graph never destroyed keeps what it holds (a communicator NCCL captured) alive for ever.
 template <class F>
 void destroy(F&& f) noexcept {
-  if (try_call(std::forward<F>(f)) != cudaSuccess) clear_error();
+  if (f() != cudaSuccess) clear_error();
 }
 }  // namespace
 

@@ -167,31 +167,31 @@ void run(const CollectiveSpec& c, ncclComm_t comm, cudaStream_t stream, Served s
               {std::string(served.name)});
 }
 
-void exchange(std::span<const TransferSpec> transfers, ncclComm_t comm, cudaStream_t stream,
-              Served served) {
+void group_start(ncclComm_t comm, Served served) {
   call("ncclGroupStart", served, comm, [] { return ncclGroupStart(); });
-  try {
-    for (const TransferSpec& t : transfers) {
-      if (t.sends) {
-        call("ncclSend", served, comm, [&] {
-          return ncclSend(t.memory.data, t.count, data_type(t.type), t.peer, comm, stream);
-        });
-      } else {
-        call("ncclRecv", served, comm, [&] {
-          return ncclRecv(t.memory.data, t.count, data_type(t.type), t.peer, comm, stream);
-        });
-      }
-    }
-  } catch (...) {
-    // An open group would swallow every later NCCL call of this thread: close it, unchecked
-    // (NCCL reports the failed member again, and the first failure is the one to report).
-    (void)ncclGroupEnd();
-    clear_error();
-    throw;
+}
+
+void transfer(const TransferSpec& t, ncclComm_t comm, cudaStream_t stream, Served served) {
+  if (t.sends) {
+    call("ncclSend", served, comm, [&] {
+      return ncclSend(t.memory.data, t.count, data_type(t.type), t.peer, comm, stream);
+    });
+  } else {
+    call("ncclRecv", served, comm, [&] {
+      return ncclRecv(t.memory.data, t.count, data_type(t.type), t.peer, comm, stream);
+    });
   }
+}
+
+void group_end(ncclComm_t comm, Served served) {
   // The group is closed whatever fault injection says about the call.
   const ncclResult_t ended = ncclGroupEnd();
   call("ncclGroupEnd", served, comm, [&] { return ended; });
+}
+
+void close_group() noexcept {
+  (void)ncclGroupEnd();
+  clear_error();
 }
 
 }  // namespace cmdgraph::detail::cuda::nccl

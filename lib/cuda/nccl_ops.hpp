@@ -63,9 +63,15 @@ void destroy(ncclComm_t comm) noexcept;
 
 /// Enqueues collective `spec` (not an exchange) of `comm` on `stream`.
 void run(const CollectiveSpec& spec, ncclComm_t comm, cudaStream_t stream, Served served);
-/// Enqueues `transfers` of `comm` on `stream` as one group (ncclGroupStart ... ncclGroupEnd);
-/// the group is closed whatever fails inside it.
-void exchange(std::span<const TransferSpec> transfers, ncclComm_t comm, cudaStream_t stream,
-              Served served);
+/// Opens a group of point-to-point transfers (ncclGroupStart) for `comm`.
+void group_start(ncclComm_t comm, Served served);
+/// Adds one send or receive of `comm` on `stream` to the open group.
+void transfer(const TransferSpec& t, ncclComm_t comm, cudaStream_t stream, Served served);
+/// Closes the open group (ncclGroupEnd), which enqueues its members; throws on failure, with
+/// the group closed either way.
+void group_end(ncclComm_t comm, Served served);
+/// Closes the open group after a member failed, unchecked: an open group would swallow every
+/// later NCCL call of this thread. The members already added are enqueued all the same.
+void close_group() noexcept;
 
 }  // namespace cmdgraph::detail::cuda::nccl

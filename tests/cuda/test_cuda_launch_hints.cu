@@ -210,7 +210,7 @@ TEST_CASE("cuda.priority.urgent_branch_overtakes_under_load" * doctest::timeout(
   CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     const int urgent_first = first_wins(backend, Priority::high, Priority::normal, trials);
     const int swapped = first_wins(backend, Priority::normal, Priority::high, trials);
-    MESSAGE(to_string(backend) << ": the high-priority probe 0 first in " << urgent_first
+    MESSAGE(std::string(to_string(backend)) << ": the high-priority probe 0 first in " << urgent_first
                                << " of " << trials << "; swapped, probe 0 first in " << swapped);
     CHECK(urgent_first >= trials * 3 / 4);
     CHECK(swapped <= trials / 4);

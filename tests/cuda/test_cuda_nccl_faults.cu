@@ -186,6 +186,61 @@ TEST_CASE("cuda.nccl.timeout_ends_a_destructors_wait" * doctest::timeout(120)) {
   }
 }
 
+// Every call of a launch of one exchange (a send to itself and the receive) failed in turn: a
+// member of the group that fails leaves the others enqueued when the group closes, and a send
+// with no receive would wait on the device for ever; the communicator is aborted instead, so
+// the device always finishes. Before that, the streams backend hung at the ncclRecv; here the
+// communicator's timeout bounds what a hang costs, and an iteration that lasts that long fails.
+TEST_CASE("cuda.nccl.a_group_failing_half_way_never_hangs" * doctest::timeout(300)) {
+  using detail::cuda::FaultInjection;
+  const Device gpu = Device::cuda(0);
+  constexpr std::size_t n = 256;
+  Buffer<float> a(gpu, n), b(gpu, n);
+  upload(a.view(), input<float>(n, 5));
+  constexpr auto timeout = 20s;
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    Communicator comm = single_rank(gpu, {.timeout = timeout});
+    auto swap_once = [&] {
+      CommandBuffer cmd("swap");
+      cmd.exchange(comm, {send_to(0, a, n), recv_from(0, b, n)}).named("swap");
+      Executable exe = compile(cmd, gpu, {.backend = backend});
+      Queue q(gpu);
+      exe.launch(q).wait();
+    };
+    swap_once();  // warm: first-use costs
+    FaultInjection::count_calls();
+    swap_once();
+    const std::uint64_t total = FaultInjection::calls();
+    FaultInjection::disarm();
+    std::size_t aborted = 0;
+    for (std::uint64_t k = 1; k <= total; ++k) {
+      CAPTURE(k);
+      const auto start = std::chrono::steady_clock::now();
+      FaultInjection::fail_call(k, cudaErrorMemoryAllocation);
+      try {
+        swap_once();
+      } catch (const Error& e) {
+        for (const std::string& name : e.commands()) CHECK(name == "swap");
+      }
+      FaultInjection::disarm();
+      TEST_CUDA(cudaDeviceSynchronize());
+      (void)cudaGetLastError();
+      CHECK_MESSAGE(std::chrono::steady_clock::now() - start < timeout,
+                    "the device finished only when the communicator's timeout aborted it");
+      if (comm.aborted()) {
+        ++aborted;
+        comm = single_rank(gpu, {.timeout = timeout});
+      }
+      poison(b.view());
+      swap_once();
+      CHECK(download(b.view(), n) == download(a.view(), n));
+    }
+    MESSAGE(std::string(to_string(backend)) << ": " << total << " calls, each failed once; " << aborted
+                               << " aborted the communicator");
+    CHECK(aborted > 0);
+  }
+}
+
 namespace {
 
 const std::set<std::string> sweep_names = {"ones", "sum", "swap", "scale"};
@@ -260,7 +315,7 @@ TEST_CASE("cuda.nccl.every_call_fails_in_turn" * doctest::timeout(600)) {
       collective_sequence(backend, comm, a, b, c);
       CHECK(download(c.view(), 1)[0] == 2.0f);
     }
-    MESSAGE(to_string(backend) << ": " << total << " CUDA and NCCL calls, each failed once; "
+    MESSAGE(std::string(to_string(backend)) << ": " << total << " CUDA and NCCL calls, each failed once; "
                                << surfaced << " surfaced as errors (" << nccl << " NCCL errors, "
                                << aborted << " aborted the communicator)");
     CHECK(nccl > 0);

@@ -188,7 +188,7 @@ TEST_CASE("cuda.nccl.multi.missing_peer_ends_in_a_timeout" * doctest::timeout(12
     CHECK(e->commands() == std::vector<std::string>{"sum"});
     CHECK(comms[0].aborted());
     CHECK_FALSE(comms[1].aborted());
-    MESSAGE(to_string(backend) << ": the wait gave up after "
+    MESSAGE(std::string(to_string(backend)) << ": the wait gave up after "
                                << std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                                 started).count()
                                << " s");

@@ -72,7 +72,7 @@ TEST_CASE("cuda.observe.profile_consistent_with_the_launch" * doctest::timeout(6
     CHECK(chain_sum <= p.launch_ms + resolution_ms);  // the chain ran one after another
     CHECK(p.launch_ms <= wall_ms + 0.05);             // and within what the host saw
     CHECK(p.launch_ms >= chain_sum * 0.9);
-    MESSAGE(to_string(backend) << ": launch " << p.launch_ms << " ms (host saw " << wall_ms
+    MESSAGE(std::string(to_string(backend)) << ": launch " << p.launch_ms << " ms (host saw " << wall_ms
                          << " ms), chain kernels " << chain_sum << " ms");
     // Fan kernels overlap each other: at least two lanes.
     std::set<unsigned> lanes;

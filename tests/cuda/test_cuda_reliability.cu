@@ -113,7 +113,7 @@ TEST_CASE("cuda.reliability.every_cuda_call_fails_in_turn" * doctest::timeout(90
       mixed_sequence(backend, dev.data(), dev2.data(), host.data());
       CHECK(host[0] == 8);
     }
-    MESSAGE(to_string(backend) << ": " << total << " CUDA calls, each failed once; " << surfaced
+    MESSAGE(std::string(to_string(backend)) << ": " << total << " CUDA calls, each failed once; " << surfaced
                          << " surfaced as errors, the rest were in cleanup or retried");
     CHECK(surfaced > total / 2);
   }

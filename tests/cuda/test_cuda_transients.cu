@@ -247,7 +247,7 @@ TEST_CASE("cuda.transients.rerecorded_update" * doctest::timeout(120)) {
     CHECK(p.right());
     Pipeline again(1 << 16);  // new placeholders, same structure and sizes
     const UpdateResult r = exe.update(again.cmd, {.reinstantiate_if_needed = true});
-    MESSAGE(to_string(backend) << ": re-recorded update "
+    MESSAGE(std::string(to_string(backend)) << ": re-recorded update "
                                << (r.reinstantiated ? "reinstantiated: " + r.reason : "in place"));
     exe.launch(q).wait();
     CHECK(again.right());

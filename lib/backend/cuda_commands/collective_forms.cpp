@@ -37,7 +37,7 @@ std::optional<CollectiveRefusal> collective_refusal(const CollectivePayload& p, 
 
 void enqueue_collective(const CollectivePayload& p, const ArgumentStore& args,
                         cudaStream_t stream, cuda::Served served) {
-  const CommunicatorState::Use use(*p.comm, std::string(served.name));
+  CommunicatorState::Use use(*p.comm, std::string(served.name));
   const auto& c = args.get<CollectiveSpec>(p.spec);
   if (c.op != CollectiveOp::exchange) {
     cuda::nccl::run(c, use.comm(), stream, served);
@@ -48,7 +48,18 @@ void enqueue_collective(const CollectivePayload& p, const ArgumentStore& args,
   for (std::size_t i = 0; i < c.count; ++i) {
     transfers.push_back(args.get<TransferSpec>(p.transfer(i)));
   }
-  cuda::nccl::exchange(transfers, use.comm(), stream, served);
+  cuda::nccl::group_start(use.comm(), served);
+  bool closed = false;
+  try {
+    for (const TransferSpec& t : transfers) cuda::nccl::transfer(t, use.comm(), stream, served);
+    closed = true;
+    cuda::nccl::group_end(use.comm(), served);
+  } catch (const Error& e) {
+    // The members added before the failure are enqueued when the group closes, and a send
+    // with no receive (or the reverse) waits on the device for ever: only an abort ends it.
+    if (!closed) cuda::nccl::close_group();
+    throw use.abort_after(e);
+  }
 }
 
 #else

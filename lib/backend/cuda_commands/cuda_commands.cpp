@@ -299,16 +299,7 @@ struct GraphForm {
 struct StreamForm {
   const StreamSite& site;
 
-  void kernel() const {
-    const KernelLaunch& k = *site.kernel;
-    if (site.launch.any()) {
-      cuda::launch_kernel(k.function, k.grid, k.block, const_cast<void**>(k.params.data()),
-                          k.shared_bytes, site.stream, site.launch, site.served);
-    } else {
-      cuda::launch_kernel(k.function, k.grid, k.block, const_cast<void**>(k.params.data()),
-                          k.shared_bytes, site.stream, site.served);
-    }
-  }
+  void kernel() const { launch_on_stream(*site.kernel, site.stream, site.launch, site.served); }
   void operator()(const KernelPayload&) const { kernel(); }
   void operator()(const ParallelForPayload&) const { kernel(); }
   void operator()(const CopyPayload& p) const {
@@ -382,6 +373,17 @@ std::optional<KernelLaunch> kernel_launch(const Payload& payload, const Argument
 
 cudaGraphNode_t add_graph_node(const Payload& payload, GraphSite& site) {
   return std::visit(GraphForm{site}, payload);
+}
+
+void launch_on_stream(const KernelLaunch& k, cudaStream_t stream,
+                      const cuda::LaunchAttributes& launch, cuda::Served served) {
+  void** params = const_cast<void**>(k.params.data());
+  if (launch.any()) {
+    cuda::launch_kernel(k.function, k.grid, k.block, params, k.shared_bytes, stream, launch,
+                        served);
+  } else {
+    cuda::launch_kernel(k.function, k.grid, k.block, params, k.shared_bytes, stream, served);
+  }
 }
 
 void enqueue_on_stream(const Payload& payload, const StreamSite& site) {

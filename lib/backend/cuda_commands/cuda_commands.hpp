@@ -86,6 +86,9 @@ struct StreamSite {
   cuda::Served served;
   cuda::LaunchAttributes launch = {};  // for kinds that run one kernel
 };
+/// Launches the prepared kernel `k` on `stream` with `launch`'s attributes.
+void launch_on_stream(const KernelLaunch& k, cudaStream_t stream,
+                      const cuda::LaunchAttributes& launch, cuda::Served served);
 /// Enqueues `payload` on `site.stream`.
 void enqueue_on_stream(const Payload& payload, const StreamSite& site);
 

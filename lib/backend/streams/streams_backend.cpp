@@ -2,16 +2,13 @@
 // launch enqueues the whole schedule.
 #include "backend/streams/streams_backend.hpp"
 
-#include "backend/cuda_commands/cuda_commands.hpp"
-#include "backend/cuda_graph/graph_builder.hpp"
 #include "backend/cuda_launch/cuda_executable.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
+#include "backend/streams/stream_tasks.hpp"
 #include "cuda/runtime.hpp"
 #include "cuda/graph_ops.hpp"
 #include "cuda/stream_ops.hpp"
 #include "observe/nvtx.hpp"
-#include "plan/flat_plan.hpp"
-#include "plan/lanes.hpp"
 
 #include <cmdgraph/error.hpp>
 
@@ -21,103 +18,6 @@
 
 namespace cmdgraph::detail {
 namespace {
-
-// The host enqueues stream work ahead of the GPU, so a body whose runs depend on values the GPU
-// computes is decided on the device: each conditional command is a graph of its own (its
-// condition kernel, its conditional node, its bodies), built as the graph backend builds one,
-// instantiated once and launched on its task's stream in order with the rest.
-struct ConditionalGraph {
-  BuiltGraph built;  // what `exec` was instantiated from or last updated with
-  cuda::GraphExec exec;
-};
-
-// One flat task as it is enqueued, prepared at compile time.
-struct StreamTask {
-  const FlatTask* task;
-  const ArgumentStore* args;  // the executable's store for root commands, else the body's
-  std::string name;
-  std::optional<KernelLaunch> kernel;  // kinds that run one kernel
-  HostCallback* callback = nullptr;    // host tasks
-  cuda::LaunchAttributes launch;       // programmatic stream serialization
-  std::shared_ptr<ConditionalGraph> graph;  // conditional commands
-};
-
-std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
-                                      const ArgumentStore& root_args, int device,
-                                      HostCallbacks& callbacks, HostErrors* errors) {
-  std::vector<StreamTask> tasks;
-  tasks.reserve(flat.tasks.size());
-  // Each task's nearest host-task ancestors, in the flat (topological) order.
-  std::vector<HostAncestors> after(flat.tasks.size());
-  std::vector<HostAncestors> parents;
-  for (std::uint32_t i = 0; i < flat.tasks.size(); ++i) {
-    const FlatTask& t = flat.tasks[i];
-    parents.clear();
-    for (std::uint32_t p : flat.parents[i]) parents.push_back(after[p]);
-    after[i] = merged(parents);
-    StreamTask s{&t, t.plan == &root ? &root_args : &t.plan->arguments, {}, {}, nullptr, {}, {}};
-    if (!t.is_join()) {
-      s.name = command_label(*t.plan, t.command, root);
-      const Payload& payload = t.plan->payload(t.command);
-      s.kernel = kernel_launch(payload, *s.args, device);
-      if (const auto* host = std::get_if<HostPayload>(&payload)) {
-        s.callback = callbacks.add(host->task, s.name, errors, after[i]);
-        after[i] = only(s.callback);
-      }
-    }
-    tasks.push_back(std::move(s));
-  }
-  return tasks;
-}
-
-// The priority each task's kernels inherit from the executed buffers around it. flat.nested
-// lists inner buffers before the buffers around them: walked backwards, inner ones win.
-std::vector<std::optional<int>> inherited_priorities(const FlatPlan& flat, int device) {
-  std::vector<std::optional<int>> inherited(flat.tasks.size());
-  for (auto n = flat.nested.rbegin(); n != flat.nested.rend(); ++n) {
-    const std::optional<int> p =
-        kernel_priority(n->plan->command(n->command), device, inherited[n->entry]);
-    for (std::uint32_t t = n->entry + 1; t < n->exit; ++t) inherited[t] = p;
-  }
-  return inherited;
-}
-
-// Each task's lane class: a kernel runs on a lane whose stream has its priority (the queue's
-// when it has none of its own); other tasks go anywhere.
-std::vector<std::int32_t> lane_classes(const FlatPlan& flat, int device) {
-  const std::vector<std::optional<int>> inherited = inherited_priorities(flat, device);
-  std::vector<std::int32_t> classes(flat.tasks.size(), lane_class::any);
-  for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
-    const FlatTask& f = flat.tasks[t];
-    if (f.is_join() || !code_of(f.plan->payload(f.command))) continue;
-    classes[t] = kernel_priority(f.plan->command(f.command), device, inherited[t])
-                     .value_or(lane_class::queue);
-  }
-  return classes;
-}
-
-// Marks the kernel tasks joined by a programmatic edge to the kernel just before them on their
-// stream with nothing enqueued between (no wait, no event record) for programmatic stream
-// serialization. Returns how many.
-std::size_t set_programmatic(std::vector<StreamTask>& tasks, const FlatPlan& flat,
-                             const LaneSchedule& schedule) {
-  std::vector<std::int64_t> last(schedule.lanes, -1);  // per lane: the task enqueued last
-  std::size_t lowered = 0;
-  for (std::uint32_t t : schedule.order) {
-    const std::int64_t before = std::exchange(last[schedule.lane[t]], t);
-    if (!tasks[t].kernel || before < 0 || !schedule.waits[t].empty() || schedule.fork_wait[t]) {
-      continue;
-    }
-    const FlatTask& f = flat.tasks[t];
-    const FlatTask& p = flat.tasks[before];
-    if (p.plan == f.plan && !p.is_join() && !schedule.records[before] &&
-        f.plan->is_programmatic(p.command, f.command)) {
-      tasks[t].launch.programmatic = true;
-      ++lowered;
-    }
-  }
-  return lowered;
-}
 
 class StreamsExecutable final : public CudaExecutable {
  public:
@@ -206,7 +106,10 @@ class StreamsExecutable final : public CudaExecutable {
     if (profiled) {
       for (cudaEvent_t e : profiling_.before[t]) cuda::record_event(e, s, served);
     }
-    if (!task.task->is_join()) {
+    if (task.kernel) {
+      // Prepared at compile time: the launch path need not visit the plan's record.
+      launch_on_stream(*task.kernel, s, task.launch, served);
+    } else if (!task.task->is_join()) {
       const StreamSite site{s,
                             *task.args,
                             task.kernel ? &*task.kernel : nullptr,
