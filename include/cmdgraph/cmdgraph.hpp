@@ -9,6 +9,7 @@
 #include <cmdgraph/event.hpp>
 #include <cmdgraph/executable.hpp>
 #include <cmdgraph/fence.hpp>
+#include <cmdgraph/graph_shape.hpp>
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/portable.hpp>
 #include <cmdgraph/priority.hpp>

@@ -42,24 +42,6 @@ concept Selector = std::invocable<const S&> && std::integral<std::invoke_result_
 /// The recording behind a buffer, for the library's own stages (compile, update).
 const std::shared_ptr<Recording>& recording_of(const CommandBuffer& buffer);
 
-template <class F>
-class HostTaskOf final : public HostTask {
- public:
-  explicit HostTaskOf(F f) : f_(std::move(f)) {}
-  void run() override { std::invoke(f_); }
- private:
-  F f_;
-};
-
-template <class F>
-class CaptureTaskOf final : public CaptureTask {
- public:
-  explicit CaptureTaskOf(F f) : f_(std::move(f)) {}
-  void run(NativeStream stream) override { std::invoke(f_, stream); }
- private:
-  F f_;
-};
-
 }  // namespace detail
 
 /// A recording of commands and the edges between them (Vulkan's VkCommandBuffer).

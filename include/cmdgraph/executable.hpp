@@ -8,6 +8,7 @@
 #include <cmdgraph/detail/views.hpp>
 #include <cmdgraph/device.hpp>
 #include <cmdgraph/fence.hpp>
+#include <cmdgraph/graph_shape.hpp>
 #include <cmdgraph/profile.hpp>
 #include <cmdgraph/semaphore.hpp>
 #if CMDGRAPH_HAVE_NCCL
@@ -112,6 +113,8 @@ struct CompileOptions {
   /// Lower programmatic edges (EdgeKind::programmatic, and edges into kernels declared
   /// programmatic_safe()) as programmatic dependent launches; false makes them full edges.
   bool programmatic_edges = true;
+  /// The edges the cuda_graph backend adds to make CUDA's launch cheap (see GraphShape).
+  GraphShape shape = GraphShape::automatic();
 };
 
 /// What write_dot draws besides commands and the edges kept by the transitive reduction.
@@ -145,6 +148,14 @@ struct ExecutableStats {
   /// each other on one stream with no wait between (the others wait as full edges); 0 on
   /// the host backend.
   std::size_t edges_programmatic = 0;
+  /// Lanes the cuda_graph backend shaped the graph on (CompileOptions::shape); 0: unshaped.
+  std::size_t shape_lanes = 0;
+  /// Lane edges the shaped graph holds beyond the reduced edges.
+  std::size_t edges_shape_added = 0;
+  /// Reduced edges the lane edges made redundant, left out of the shaped graph.
+  std::size_t edges_shape_dropped = 0;
+  /// What shaping did and why (e.g. "automatic: 12 lanes, the widest level").
+  std::string shape_reason;
   /// Commands whose kernels run at a priority of their own (priority()), bodies included;
   /// 0 on the host backend.
   std::size_t commands_prioritised = 0;

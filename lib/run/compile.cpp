@@ -52,6 +52,10 @@ void check_profile_options(const CompileOptions& options, Device device,
     throw Error(errc::invalid_argument, "executable '" + name +
                                             "': CompileOptions::profile_every must be at least 1");
   }
+  if (options.shape == GraphShape::lanes(0)) {
+    throw Error(errc::invalid_argument, "executable '" + name +
+                                            "': GraphShape::lanes needs at least 1 lane");
+  }
   if (options.profile.mode == ProfileMode::host_clock && !device.is_host()) {
     throw Error(errc::invalid_argument,
                 "executable '" + name + "': ProfileMode::host_clock times the host backend only; "

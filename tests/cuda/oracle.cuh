@@ -72,11 +72,13 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
 /// the oracle found wrong (empty when every edge and count held). `inferred`: the edges are
 /// declared as access (declare_edges) and compiled with Hazards::infer. `kind`: of every
 /// recorded edge (the ticket kernels wait for their parents first, as programmatic edges ask).
+/// `shape`: CompileOptions::shape.
 inline std::string run_on_gpu(const Dag& dag, Backend backend, unsigned max_streams,
                               std::uint32_t launches, Observations* out = nullptr,
                               bool portable = false, Device gpu = Device::cuda(0),
                               bool inferred = false, EdgeKind kind = EdgeKind::full,
-                              ExecutableStats* stats = nullptr) {
+                              ExecutableStats* stats = nullptr,
+                              GraphShape shape = GraphShape::automatic()) {
   DeviceBoard board(gpu, dag.size * launches);
   const Buffer<int> cells(gpu, std::max<std::size_t>(inferred ? dag.edges.size() : 0, 1));
   CommandBuffer cmd("oracle");
@@ -84,7 +86,8 @@ inline std::string run_on_gpu(const Dag& dag, Backend backend, unsigned max_stre
     return board.board(static_cast<std::uint32_t>(dag.size), per, launches);
   }, portable, inferred ? cells.view() : View<int>{}, kind);
   Executable exe = compile(cmd, gpu, {.backend = backend, .max_streams = max_streams,
-                                      .hazards = inferred ? Hazards::infer : Hazards::automatic});
+                                      .hazards = inferred ? Hazards::infer : Hazards::automatic,
+                                      .shape = shape});
   REQUIRE(exe.backend() == backend);
   if (inferred) {
     REQUIRE(exe.stats().edges_recorded == 0);

@@ -35,6 +35,27 @@ TEST_CASE("cuda.oracle.random_dags_both_backends" * doctest::timeout(600)) {
   }
 }
 
+// Shaped graphs (lane edges, CompileOptions::shape) keep every edge of the recording, on every
+// lane count; shaping random DAGs adds lane edges, so the oracle sees a graph that differs.
+TEST_CASE("cuda.oracle.shaped_graphs_keep_every_edge" * doctest::timeout(300)) {
+  const DagShape shapes[] = {DagShape::random, DagShape::layered, DagShape::shuffled};
+  std::size_t added = 0;
+  for (std::uint32_t i = 0; i < 30; ++i) {
+    const Dag dag = random_dag(shapes[i % 3], 10 + i * 60, 9000 + i);
+    CAPTURE(dag.describe());
+    for (const GraphShape shape : {GraphShape::automatic(), GraphShape::lanes(1),
+                                   GraphShape::lanes(3), GraphShape::lanes(8)}) {
+      ExecutableStats stats;
+      const std::string wrong = run_on_gpu(dag, Backend::cuda_graph, 4, 2, nullptr, false,
+                                           Device::cuda(0), false, EdgeKind::full, &stats, shape);
+      CHECK_MESSAGE(wrong.empty(), stats.shape_reason << ": " << wrong);
+      added += stats.edges_shape_added;
+      if (shape == GraphShape::lanes(3) && dag.size >= 100) CHECK(stats.shape_lanes == 3);
+    }
+  }
+  CHECK(added > 0);
+}
+
 TEST_CASE("cuda.oracle.inferred_edges_both_backends" * doctest::timeout(300)) {
   // Issue 14's ticket oracle: no edge recorded, every edge of the DAG declared as access to
   // a device cell (read-after-write, write-after-read, write-after-write by turns) and inferred.

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -105,6 +106,28 @@ class CaptureTask {
  public:
   virtual ~CaptureTask() = default;
   virtual void run(NativeStream stream) = 0;
+};
+
+/// A host command's callable `F`, behind HostTask.
+template <class F>
+class HostTaskOf final : public HostTask {
+ public:
+  explicit HostTaskOf(F f) : f_(std::move(f)) {}
+  void run() override { std::invoke(f_); }
+
+ private:
+  F f_;
+};
+
+/// A capture command's callable `F`, behind CaptureTask.
+template <class F>
+class CaptureTaskOf final : public CaptureTask {
+ public:
+  explicit CaptureTaskOf(F f) : f_(std::move(f)) {}
+  void run(NativeStream stream) override { std::invoke(f_, stream); }
+
+ private:
+  F f_;
 };
 
 template <class P>

@@ -35,18 +35,19 @@ struct Instance {
 // Builds and instantiates `plan` with `args` on `device`, profiled as `timing` says, and starts
 // uploading it, so the first launch pays no upload on the host and compile() does not wait for
 // the device. `transients` binds the transients where the graph's allocation nodes put them,
-// rewriting `args`. `programmatic`: lower programmatic edges as such. `errors`: another
-// instance's host errors to share (its launches count as ours).
+// rewriting `args`. `programmatic`: lower programmatic edges as such; `shape`: the lane edges
+// to add. `errors`: another instance's host errors to share (its launches count as ours).
 Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
-                     int device, ProfileMode timing, bool programmatic, Captures* captures,
-                     double* instantiate_ms, std::shared_ptr<HostErrors> errors = nullptr) {
+                     int device, ProfileMode timing, bool programmatic, GraphShape shape,
+                     Captures* captures, double* instantiate_ms,
+                     std::shared_ptr<HostErrors> errors = nullptr) {
   const cuda::ScopedDevice on(device);
   const cuda::Served served = cuda::for_executable(plan.buffer_name);
   Instance in;
   in.host_errors = errors ? std::move(errors)
                           : std::make_shared<HostErrors>(
                                 std::max<std::uint32_t>(1, count_host_tasks(plan)));
-  GraphBuilder builder(device, in.host_errors.get(), timing, captures, programmatic);
+  GraphBuilder builder(device, in.host_errors.get(), timing, captures, programmatic, shape);
   in.built = builder.build(plan, args, transients);
   std::vector<std::uint64_t> ids;
   if (in.built.cupti) ids = node_ids(*in.built.cupti, served);
@@ -89,12 +90,13 @@ class GraphExecutable final : public CudaExecutable {
  public:
   // `transients`: the words of `args` pointing into transients (the plan's, or a clone's
   // source's with its updates). `session`: CUPTI's, when stats.profile_mode is cupti.
-  // `programmatic`: CompileOptions::programmatic_edges.
+  // `programmatic`: CompileOptions::programmatic_edges; `shape`: CompileOptions::shape.
   GraphExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
                   ArgumentStore args, TransientBinding transients, unsigned profile_every,
-                  bool programmatic, Captures* captures, cuda::cupti::Session* session)
+                  bool programmatic, GraphShape shape, Captures* captures,
+                  cuda::cupti::Session* session)
       : CudaExecutable(plan, device, std::move(stats), profile_every), args_(std::move(args)),
-        programmatic_(programmatic), session_(session) {
+        programmatic_(programmatic), shape_(shape), session_(session) {
     transients_ = std::move(transients);
     const int ordinal = device.ordinal();
     const cuda::Served served = cuda::for_executable(plan->buffer_name);
@@ -116,12 +118,12 @@ class GraphExecutable final : public CudaExecutable {
                   "timed-event profiling of one launch in N cannot hold; profile every launch, "
                   "or through CUPTI");
     }
-    current_ = instantiate(*plan, args_, transients_, ordinal, mode(), programmatic_, captures,
-                           &this->stats().instantiate_ms);
+    current_ = instantiate(*plan, args_, transients_, ordinal, mode(), programmatic_, shape_,
+                           captures, &this->stats().instantiate_ms);
     if (split()) {
       plain_ = std::make_unique<Instance>(instantiate(*plan, args_, transients_, ordinal,
-                                                      ProfileMode::off, programmatic_, captures,
-                                                      nullptr, current_.host_errors));
+                                                      ProfileMode::off, programmatic_, shape_,
+                                                      captures, nullptr, current_.host_errors));
       switched_ = cuda::create_event(ordinal, false, served);
     }
     // One launch in N: collection is switched on around the launches profiled.
@@ -129,6 +131,7 @@ class GraphExecutable final : public CudaExecutable {
     start_context(current_.context);
     this->stats().backend = Backend::cuda_graph;
     this->stats().edges_programmatic = current_.built.programmatic_edges;
+    note_shaping(current_.built.shaping);
     this->stats().commands_prioritised = count_prioritised(*plan);
   }
   ~GraphExecutable() override { wait_for_launches(); }
@@ -136,7 +139,8 @@ class GraphExecutable final : public CudaExecutable {
   std::unique_ptr<ExecutableImpl> clone() const override {
     // A graph of its own: its allocation nodes put its transients elsewhere.
     return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_, transients_,
-                                             profile_every(), programmatic_, nullptr, session_);
+                                             profile_every(), programmatic_, shape_, nullptr,
+                                             session_);
   }
 
   void write_cuda_dot(const std::string& path) const override {
@@ -256,7 +260,8 @@ class GraphExecutable final : public CudaExecutable {
     std::vector<BuiltGraph> fresh;
     for (Instance* in : instances()) {
       GraphBuilder builder(ordinal(), current_.host_errors.get(),
-                           in == &current_ ? mode() : ProfileMode::off, nullptr, programmatic_);
+                           in == &current_ ? mode() : ProfileMode::off, nullptr, programmatic_,
+                           shape_);
       fresh.push_back(builder.build(*plan, args, transients, true));
       std::string why;
       cudaGraphNode_t at = nullptr;
@@ -306,25 +311,37 @@ class GraphExecutable final : public CudaExecutable {
     if (mode() == ProfileMode::cupti && !collecting_) while_instantiating.emplace(*session_);
     TransientBinding transients(*plan);
     Instance fresh = instantiate(*plan, args, transients, ordinal(), mode(), programmatic_,
-                                 nullptr, nullptr);
+                                 shape_, nullptr, nullptr);
     std::unique_ptr<Instance> fresh_plain;
     if (split()) {
       fresh_plain = std::make_unique<Instance>(instantiate(*plan, args, transients, ordinal(),
                                                            ProfileMode::off, programmatic_,
-                                                           nullptr, nullptr, fresh.host_errors));
+                                                           shape_, nullptr, nullptr,
+                                                           fresh.host_errors));
     }
     std::lock_guard lock(mutex());
     retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))));
     if (plain_) retire(std::shared_ptr<Instance>(std::exchange(plain_, std::move(fresh_plain))));
     start_context(current_.context);  // the fresh instance counts its own launches
+    note_shaping(current_.built.shaping);
     args_ = std::move(args);
     transients_ = std::move(transients);
     replace_plan_after_launches(std::move(plan));
     return {true, std::move(why)};
   }
 
+  // What shaping did to the graph instantiated, in the stats.
+  void note_shaping(const GraphShaping& shaping) {
+    ExecutableStats& s = this->stats();
+    s.shape_lanes = shaping.lanes;
+    s.edges_shape_added = shaping.edges_added;
+    s.edges_shape_dropped = shaping.edges_dropped;
+    s.shape_reason = shaping.reason;
+  }
+
   ArgumentStore args_;
   bool programmatic_;  // CompileOptions::programmatic_edges
+  GraphShape shape_;   // CompileOptions::shape
   Instance current_;
   std::unique_ptr<Instance> plain_;  // event mode, one launch in N: the launches not profiled
   cuda::Event switched_;             // orders launches of the two across queues
@@ -359,7 +376,8 @@ std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> 
     try {
       return std::make_unique<GraphExecutable>(plan, device, stats, args,
                                                TransientBinding(*plan), options.profile_every,
-                                               options.programmatic_edges, &captures, session);
+                                               options.programmatic_edges, options.shape,
+                                               &captures, session);
     } catch (const Error& e) {
       const bool cupti_refused = e.code() == errc::cuda_error &&
                                  std::string(e.what()).find("CUPTI") != std::string::npos;
@@ -377,7 +395,7 @@ std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> 
   return std::make_unique<GraphExecutable>(std::move(plan), device, std::move(stats),
                                            std::move(args), std::move(transients),
                                            options.profile_every, options.programmatic_edges,
-                                           &captures, nullptr);
+                                           options.shape, &captures, nullptr);
 }
 
 }  // namespace cmdgraph::detail

@@ -235,6 +235,7 @@ BuiltGraph GraphBuilder::build(const Plan& plan, ArgumentStore& args,
   bound_ = bound;
   allocations_.assign(plan.memory.list.size(), nullptr);
   out.root = &plan;
+  out.shaping = shape_graph(plan, shape_);
   out.graph = cuda::create_graph(cuda::for_executable(plan.buffer_name));
   if (cupti_) out.cupti = std::make_shared<CuptiTiming>();
   cudaGraphNode_t root = nullptr;
@@ -313,11 +314,15 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   std::vector<cudaGraphEdgeData> edges;  // per dep, when one of them is programmatic
   // Event profiling puts event nodes between kernels, which take full edges only.
   const bool programmatic = programmatic_ && !profiled && !plan.programmatic.empty();
-  for (std::uint32_t c : plan.order) {
+  // The top level's edges as shaped, when shaped (a superset in reach of the plan's), in an
+  // order of the shaped graph.
+  const bool shaped = &plan == root_ && out_->shaping.shaped();
+  const Adjacency& graph_parents = shaped ? out_->shaping.parents : plan.parents;
+  for (std::uint32_t c : shaped ? out_->shaping.order : plan.order) {
     deps.clear();
     edges.clear();
-    for (std::uint32_t p : plan.parents[c]) deps.push_back(profiled ? ends[p] : nodes[p]);
-    if (programmatic) add_edge_data(plan, c, edges);
+    for (std::uint32_t p : graph_parents[c]) deps.push_back(profiled ? ends[p] : nodes[p]);
+    if (programmatic) add_edge_data(plan, c, graph_parents[c], edges);
     if (deps.empty() && root) deps.push_back(root);
     parents.clear();
     for (std::uint32_t p : plan.parents[c]) parents.push_back(after[p]);
@@ -344,15 +349,16 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   return merged(parents);
 }
 
-// The data of each edge into command `c` of `plan`, in its parents' order, when one of them is
-// programmatic; nothing when all are full.
+// The data of each edge into command `c` of `plan` from `parents` (its graph's), in their
+// order, when one of them is programmatic; nothing when all are full.
 void GraphBuilder::add_edge_data(const Plan& plan, std::uint32_t c,
+                                 std::span<const std::uint32_t> parents,
                                  std::vector<cudaGraphEdgeData>& edges) {
-  for (std::uint32_t p : plan.parents[c]) {
+  for (std::uint32_t p : parents) {
     if (!plan.is_programmatic(p, c)) continue;
-    edges.assign(plan.parents[c].size(), cudaGraphEdgeData{});
+    edges.assign(parents.size(), cudaGraphEdgeData{});
     std::size_t i = 0;
-    for (std::uint32_t q : plan.parents[c]) {
+    for (std::uint32_t q : parents) {
       if (plan.is_programmatic(q, c)) {
         edges[i] = cuda::programmatic_edge();
         ++out_->programmatic_edges;

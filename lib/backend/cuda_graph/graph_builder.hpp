@@ -14,6 +14,7 @@
 #include "backend/transient_binding.hpp"
 #include "cuda/handles.hpp"
 #include "plan/plan.hpp"
+#include "plan/shaping.hpp"
 
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/executable.hpp>
@@ -47,6 +48,7 @@ struct BuiltGraph {
   HostCallbacks callbacks;             // userData of the host nodes
   std::size_t node_count = 0;          // bodies included
   std::size_t programmatic_edges = 0;  // edges made programmatic, bodies included
+  GraphShaping shaping;                // the top level's lane edges, when shaped
   bool node_priority = false;          // a kernel node has a priority: instantiate with them
   // Profiling: the graph's first event and a start and end event around every command.
   cuda::Event launch_start;
@@ -78,11 +80,12 @@ class GraphBuilder {
   /// `captures` may be null (captures then run as the graph is built, on their own stream).
   /// `timing`: off, events (event nodes) or cupti (BuiltGraph::cupti). With `programmatic`,
   /// the plan's programmatic edges become programmatic graph edges (unless event nodes sit
-  /// between the kernels).
+  /// between the kernels). `shape`: the lane edges build() gives the top level's nodes.
   GraphBuilder(int device, HostErrors* errors, ProfileMode timing, Captures* captures = nullptr,
-               bool programmatic = true)
+               bool programmatic = true, GraphShape shape = GraphShape::off())
       : device_(device), errors_(errors), profile_(timing == ProfileMode::events),
-        cupti_(timing == ProfileMode::cupti), captures_(captures), programmatic_(programmatic) {}
+        cupti_(timing == ProfileMode::cupti), captures_(captures), programmatic_(programmatic),
+        shape_(shape) {}
   /// The graph of `plan` with the values of `args` (the executable's own store). Its
   /// transients are memory allocation nodes: as each is made, `transients` binds the transient
   /// where CUDA put it, rewriting the words of `args` that point there, unless `bound` (the
@@ -110,7 +113,8 @@ class GraphBuilder {
   HostAncestors add_nodes(const Plan& plan, const ArgumentStore& args, cudaGraph_t graph,
                           std::vector<cudaGraphNode_t>& nodes, cudaGraphNode_t root,
                           bool profiled, HostAncestors entry, std::optional<int> priority = {});
-  void add_edge_data(const Plan& plan, std::uint32_t c, std::vector<cudaGraphEdgeData>& edges);
+  void add_edge_data(const Plan& plan, std::uint32_t c, std::span<const std::uint32_t> parents,
+                     std::vector<cudaGraphEdgeData>& edges);
   cudaGraphNode_t add_event_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
                                  cudaEvent_t* event);
   cudaGraphNode_t add_child(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
@@ -138,6 +142,7 @@ class GraphBuilder {
   bool cupti_;    // CUPTI records
   Captures* captures_;
   bool programmatic_;
+  GraphShape shape_;
   std::uint32_t owner_ = no_timed;      // the executed buffer being built (CUPTI)
   std::uint32_t fold_into_ = no_timed;  // the conditional whose body is being built (CUPTI)
   BuiltGraph* out_ = nullptr;  // the graph being built

@@ -1,0 +1,177 @@
+// Graph shaping (CompileOptions::shape) against the raw graph a hand builds of the same DAG, in
+// the same process: device time per replay and host time of one launch, for each shaping.
+#include "bench_support.cuh"
+
+#include <cmdgraph/cmdgraph.hpp>
+
+#include <cstdio>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace cmdgraph;
+
+namespace {
+
+constexpr int trials = 15;
+constexpr int replays = 5;  // per trial, back to back
+
+// Busy for about `cycles` SM cycles (0: an empty kernel).
+__global__ void busy_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+// A DAG as each vertex's parents, all earlier vertices.
+using Parents = std::vector<std::vector<int>>;
+
+Parents chains(int count, int length) {
+  Parents p(count * length);
+  for (int c = 0; c < count; ++c)
+    for (int k = 1; k < length; ++k) p[c * length + k] = {c * length + k - 1};
+  return p;
+}
+
+// 1 -> `width` -> 1, `rounds` times over.
+Parents fork_join(int width, int rounds) {
+  Parents p;
+  int join = -1;
+  for (int r = 0; r < rounds; ++r) {
+    const int fork = static_cast<int>(p.size());
+    p.push_back(join < 0 ? std::vector<int>{} : std::vector<int>{join});
+    for (int i = 0; i < width; ++i) p.push_back({fork});
+    std::vector<int> all(width);
+    for (int i = 0; i < width; ++i) all[i] = fork + 1 + i;
+    join = static_cast<int>(p.size());
+    p.push_back(all);
+  }
+  return p;
+}
+
+// Each vertex after 1-3 parents among all earlier vertices (fixed seed).
+Parents random_dag(int n) {
+  std::mt19937 rng(7);
+  Parents parents(n);
+  for (int v = 1; v < n; ++v) {
+    std::set<int> ps;
+    for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) ps.insert(static_cast<int>(rng() % v));
+    parents[v].assign(ps.begin(), ps.end());
+  }
+  return parents;
+}
+
+// The graph a hand builds: one kernel node per vertex, an edge per parent.
+cudaGraphExec_t raw_exec(const Parents& parents, long long cycles, cudaStream_t s) {
+  cudaGraph_t g;
+  BENCH_CUDA(cudaGraphCreate(&g, 0));
+  void* args[] = {&cycles};
+  cudaKernelNodeParams p = bench::one_thread_node(&busy_kernel, args);
+  std::vector<cudaGraphNode_t> nodes(parents.size());
+  std::vector<cudaGraphNode_t> deps;
+  for (std::size_t v = 0; v < parents.size(); ++v) {
+    deps.clear();
+    for (int q : parents[v]) deps.push_back(nodes[q]);
+    BENCH_CUDA(cudaGraphAddKernelNode(&nodes[v], g, deps.data(), deps.size(), &p));
+  }
+  cudaGraphExec_t exec;
+  BENCH_CUDA(cudaGraphInstantiate(&exec, g, 0));
+  BENCH_CUDA(cudaGraphUpload(exec, s));
+  BENCH_CUDA(cudaGraphDestroy(g));
+  return exec;
+}
+
+Executable ours(const Parents& parents, long long cycles, GraphShape shape) {
+  CommandBuffer cmd("dag");
+  std::vector<Command> c;
+  c.reserve(parents.size());
+  for (std::size_t v = 0; v < parents.size(); ++v) {
+    c.push_back(cmd.launch(&busy_kernel, LaunchConfig{{1}, {1}}, cycles));
+    for (int q : parents[v]) c.back().after(c[q]);
+  }
+  return compile(cmd, Device::cuda(0), {.backend = Backend::cuda_graph, .shape = shape});
+}
+
+struct Variant {
+  const char* name;
+  GraphShape shape;
+};
+
+void measure(const char* what, const Parents& parents, long long cycles, Queue& queue) {
+  cudaStream_t s = queue.native_handle();
+  const Variant variants[] = {{"off", GraphShape::off()},
+                              {"automatic", GraphShape::automatic()},
+                              {"lanes(8)", GraphShape::lanes(8)},
+                              {"lanes(32)", GraphShape::lanes(32)}};
+  constexpr int count = sizeof(variants) / sizeof(variants[0]);
+  cudaGraphExec_t raw = raw_exec(parents, cycles, s);
+  std::vector<Executable> exes;
+  for (const Variant& v : variants) exes.push_back(ours(parents, cycles, v.shape));
+  std::vector<double> replay[count + 1], host[count + 1];
+  for (int trial = 0; trial <= trials; ++trial) {  // the first is a warm-up
+    for (int i = 0; i <= count; ++i) {
+      auto launch = [&] {
+        if (i == 0) {
+          BENCH_CUDA(cudaGraphLaunch(raw, s));
+        } else {
+          exes[i - 1].launch(queue);
+        }
+      };
+      const double device = bench::device_us(s, [&] {
+        for (int r = 0; r < replays; ++r) launch();
+      }) / replays;
+      queue.wait();
+      const double host_us = bench::host_us(launch);
+      queue.wait();
+      if (trial > 0) {
+        replay[i].push_back(device);
+        host[i].push_back(host_us);
+      }
+    }
+  }
+  const double raw_replay = bench::median(replay[0]), raw_host = bench::median(host[0]);
+  std::printf("\n== %s: raw graph replay %.1f us, launch host %.2f us\n", what, raw_replay,
+              raw_host);
+  for (int i = 0; i < count; ++i) {
+    const ExecutableStats& st = exes[i].stats();
+    std::printf("  %-10s replay %9.1f us %6.3fx   launch host %8.2f us %7.3fx   lanes %3zu "
+                "+%zu -%zu edges\n",
+                variants[i].name, bench::median(replay[i + 1]),
+                bench::median(replay[i + 1]) / raw_replay, bench::median(host[i + 1]),
+                bench::median(host[i + 1]) / raw_host, st.shape_lanes, st.edges_shape_added,
+                st.edges_shape_dropped);
+  }
+  BENCH_CUDA(cudaGraphExecDestroy(raw));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (bench::no_gpu("bench_shaping")) return 0;
+  // About 2 and 20 us at the H200's ~1.98 GHz.
+  const std::pair<const char*, long long> kernels[] = {{"empty", 0}, {"~2 us", 4'000},
+                                                       {"~20 us", 40'000}};
+  struct Dag {
+    std::string name;
+    Parents parents;
+  };
+  std::vector<Dag> dags = {{"chain 1000", chains(1, 1000)},
+                           {"8 x 125", chains(8, 125)},
+                           {"fork-join 1-64-1 x 16", fork_join(64, 16)},
+                           {"random 200", random_dag(200)},
+                           {"random 1000", random_dag(1000)},
+                           {"random 4000", random_dag(4000)}};
+  const std::string only = argc > 1 ? argv[1] : "";
+  std::printf("bench_shaping: medians of %d trials of %d replays; ratios against the raw graph\n",
+              trials, replays);
+  Queue queue(Device::cuda(0));
+  for (const Dag& d : dags) {
+    if (!only.empty() && d.name.find(only) == std::string::npos) continue;
+    for (const auto& [kernel, cycles] : kernels) {
+      const std::string what = d.name + ", " + kernel;
+      measure(what.c_str(), d.parents, cycles, queue);
+    }
+  }
+  return 0;
+}
