@@ -289,6 +289,11 @@ Session::Lost Session::lost() const {
   return lost_;
 }
 
+int Session::collecting() const {
+  std::lock_guard lock(mutex_);
+  return collecting_;
+}
+
 Session::Collecting::Collecting(Session& session) : session_(session) {
   error_ = session_.collect(true);
   counted_ = error_.empty();

@@ -58,7 +58,8 @@ class Session {
   static Session* acquire(std::string& why);
 
   /// While any is alive, CUPTI collects kernel, copy and fill records (process-wide: every
-  /// kernel of the process is traced, at CUPTI's cost).
+  /// kernel of the process is traced, at CUPTI's cost): hold one only while a traced launch
+  /// is enqueued or a graph to trace is instantiated.
   class Collecting {
    public:
     explicit Collecting(Session& session);
@@ -103,6 +104,9 @@ class Session {
     std::uint64_t unclaimed = 0, dropped = 0;
   };
   Lost lost() const;
+  /// How many hold collection on now (Collecting and collecting Windows alive): 0 between
+  /// traced launches, so that no other launch of the process is traced.
+  int collecting() const;
 
  private:
   Session() = default;

@@ -146,6 +146,34 @@ std::vector<cuda::cupti::Record> await_records(const CuptiLaunch& launch,
   }
 }
 
+// One record per node: the earliest that started after the launch was enqueued (less a
+// margin for placing the host clock on CUPTI's), or the earliest of all when none did. Every
+// node we time runs once per launch (conditional bodies are timed by top-level nodes around
+// them), and the launches of one graph run one after another, so a later launch's records
+// start after all of this one's. Those can be filed here: CUPTI before 13.1 Update 1 gave
+// "incorrect correlation IDs for cudaGraphLaunch API calls and their associated kernel
+// launches" in sessions after the first (its release notes), and a re-read of a sampled
+// launch on the H200 saw its kernel's span change (run 49).
+std::vector<cuda::cupti::Record> first_per_node(std::vector<cuda::cupti::Record> records,
+                                                std::int64_t origin) {
+  constexpr std::int64_t margin_ns = 50'000;
+  std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
+    return a.node != b.node ? a.node < b.node : a.start < b.start;
+  });
+  std::vector<cuda::cupti::Record> first;
+  for (std::size_t i = 0; i < records.size();) {
+    std::size_t end = i;
+    while (end < records.size() && records[end].node == records[i].node) ++end;
+    std::size_t pick = i;
+    while (pick < end && static_cast<std::int64_t>(records[pick].start) < origin - margin_ns) {
+      ++pick;
+    }
+    first.push_back(records[pick < end ? pick : i]);
+    i = end;
+  }
+  return first;
+}
+
 // Each command's own span (ms from the launch's start): its records, or a host task's times.
 // Records of nodes that are none of ours go to `unmatched`.
 std::vector<std::optional<Span>> own_spans(const CuptiLaunch& launch,
@@ -156,7 +184,7 @@ std::vector<std::optional<Span>> own_spans(const CuptiLaunch& launch,
   const std::int64_t origin = steady_ns(launch.started) + steady_to_cupti;
   auto ms = [&](std::int64_t cupti_ns) { return static_cast<double>(cupti_ns - origin) / 1e6; };
   std::vector<std::optional<Span>> spans(timing.commands.size());
-  for (const auto& r : records) {
+  for (const auto& r : first_per_node(records, origin)) {
     const std::uint32_t t = timing.map->timed_of(r.node);
     if (t == no_timed) {
       unmatched.push_back(r.node);
