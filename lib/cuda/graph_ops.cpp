@@ -166,9 +166,10 @@ cudaError_t capture_frontier(cudaStream_t stream,
                              std::vector<cudaGraphNode_t>& frontier) noexcept {
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* deps = nullptr;
+  const cudaGraphEdgeData* edges = nullptr;  // asked for, else programmatic ones are refused
   std::size_t count = 0;
   const cudaError_t status = try_call([&] {
-    return cudaStreamGetCaptureInfo(stream, &capturing, nullptr, nullptr, &deps, nullptr,
+    return cudaStreamGetCaptureInfo(stream, &capturing, nullptr, nullptr, &deps, &edges,
                                     &count);
   });
   frontier.clear();

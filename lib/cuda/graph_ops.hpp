@@ -92,8 +92,10 @@ cudaError_t end_capture(cudaStream_t stream, Graph& captured) noexcept;
 void begin_capture_into(cudaStream_t stream, cudaGraph_t graph,
                         std::span<const cudaGraphNode_t> deps, Served served);
 /// The nodes work captured next on `stream` would follow: once the capture's work has joined
-/// `stream`, its last nodes. Empty with a refusal when the capture was invalidated.
-cudaError_t capture_frontier(cudaStream_t stream, std::vector<cudaGraphNode_t>& frontier) noexcept;
+/// `stream`, its last nodes (the edges into what follows are full ones). Empty with a refusal
+/// when the capture was invalidated.
+cudaError_t capture_frontier(cudaStream_t stream,
+                             std::vector<cudaGraphNode_t>& frontier) noexcept;
 /// Ends a capture begun by begin_capture_into (the graph stays its owner's); CUDA's refusal,
 /// the sticky error cleared, or cudaSuccess. Never throws.
 cudaError_t end_capture_into(cudaStream_t stream) noexcept;
