@@ -6,6 +6,10 @@
 //
 // cmdgraph's phase runs first, then the probe's: CUPTI has one set of buffer callbacks per
 // process, and the probe registering its own takes them from cmdgraph's session for good.
+//
+// Bounded: each phase prints its figures (line-buffered) as it ends, with the seconds spent so
+// far, and shapes left when CMDGRAPH_BENCH_SECONDS (default 150) has passed are skipped, so a
+// run cut short by a time limit still shows what it measured (run 47 printed nothing in 80 s).
 #include "bench_support.cuh"
 
 #include <cmdgraph/cmdgraph.hpp>
@@ -13,6 +17,7 @@
 #include <cupti.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -53,13 +58,24 @@ struct Shape {
 };
 
 const Shape shapes[] = {
-    {"chain of 1,000 empty", 1, 1000, 0, 50},
-    {"8 x 125 empty", 8, 125, 0, 50},
-    {"chain of 1,000 x 10 us", 1, 1000, 10 * cycles_per_us, 10},
-    {"8 x 125 x 10 us", 8, 125, 10 * cycles_per_us, 20},
+    {"chain of 1,000 empty", 1, 1000, 0, 30},
+    {"8 x 125 empty", 8, 125, 0, 30},
+    {"chain of 1,000 x 10 us", 1, 1000, 10 * cycles_per_us, 5},
+    {"8 x 125 x 10 us", 8, 125, 10 * cycles_per_us, 10},
 };
-constexpr int trials = 11;
+constexpr int trials = 7;
 constexpr unsigned every = 100;
+
+const auto bench_start = std::chrono::steady_clock::now();
+
+double seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - bench_start).count();
+}
+
+double budget() {
+  const char* s = std::getenv("CMDGRAPH_BENCH_SECONDS");
+  return s ? std::atof(s) : 150.0;
+}
 
 cudaGraph_t raw_graph(const Shape& s) {
   static long long cycles = 0;
@@ -147,8 +163,8 @@ void ours(const Shape& s) {
     one["unprofiled"] = per_launch(stream, s.launches, [&] { plain.launch(q); });
     one["events"] = per_launch(stream, s.launches, [&] { events.launch(q); });
     {
-      // Profiling every launch keeps CUPTI collecting while the executable lives: made and
-      // dropped within the trial, so the other modes run untraced.
+      // Made and dropped within the trial, as run 47 did when an executable profiling every
+      // launch kept CUPTI collecting for its whole life (it collects per launch now).
       Executable traced = compile(cmd, gpu, {.backend = Backend::cuda_graph,
                                              .profile = ProfileMode::cupti});
       traced.launch(q).wait();  // its upload
@@ -171,6 +187,11 @@ void ours(const Shape& s) {
   std::printf("  %s: sampled profile is launch %llu (%zu without a record)\n", s.name.c_str(),
               static_cast<unsigned long long>(p.launch), p.unmeasured);
   for (auto& [mode, v] : t) results[s.name][mode] = bench::median(v);
+  const Medians& m = results[s.name];
+  std::printf("  %s (%.1f s): per launch raw %.1f, unprofiled %.1f, events %.1f, CUPTI %.1f, "
+              "CUPTI 1 in %u %.1f us\n", s.name.c_str(), seconds(), m.at("raw graph"),
+              m.at("unprofiled"), m.at("events"), m.at("cupti"), every,
+              m.at("cupti, 1 in 100"));
 }
 
 // ---- The probe: CUPTI by hand ----
@@ -220,6 +241,8 @@ void probe(const Shape& s) {
   results[s.name]["raw graph (probe phase)"] = bench::median(r);
   results[s.name]["raw CUPTI probe"] = bench::median(p);
   BENCH_CUDA(cudaGraphExecDestroy(traced));
+  std::printf("  %s (%.1f s): per launch raw %.1f, probe %.1f us\n", s.name.c_str(), seconds(),
+              bench::median(r), bench::median(p));
 }
 
 void report(const Shape& s) {
@@ -250,20 +273,35 @@ void report(const Shape& s) {
 }  // namespace
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures show even if a time limit kills it
   if (bench::no_gpu("bench_profile")) return 0;
   std::printf("cmdgraph's phase (raw graph, unprofiled, events, CUPTI, CUPTI 1 in %u)\n", every);
-  for (const Shape& s : shapes) ours(s);
+  const double half = budget() / 2;
+  for (const Shape& s : shapes) {
+    if (seconds() > half) {
+      std::printf("  %s: skipped, %.0f s spent (CMDGRAPH_BENCH_SECONDS)\n", s.name.c_str(),
+                  seconds());
+      continue;
+    }
+    ours(s);
+  }
   std::printf("probe phase (raw graph, raw graph traced by CUPTI concurrent-kernel activity)\n");
   const CUptiResult registered =
       cuptiActivityRegisterCallbacks(&probe_requested, &probe_completed);
   if (registered == CUPTI_SUCCESS) {
-    for (const Shape& s : shapes) probe(s);
+    for (const Shape& s : shapes) {
+      if (!results.count(s.name) || seconds() > budget()) continue;
+      probe(s);
+    }
   } else {
     const char* what = nullptr;
     cuptiGetResultString(registered, &what);
     std::printf("  the probe could not register its buffer callbacks (%s): no probe figures\n",
                 what ? what : "?");
   }
-  for (const Shape& s : shapes) report(s);
+  for (const Shape& s : shapes) {
+    if (results.count(s.name)) report(s);
+  }
+  std::printf("\nbench_profile: %.1f s\n", seconds());
   return 0;
 }

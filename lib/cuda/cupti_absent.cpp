@@ -35,6 +35,8 @@ Session* Session::acquire(std::string& why) {
 void Session::flush(bool) { absent(); }
 std::int64_t Session::steady_to_cupti() { absent(); }
 Session::Lost Session::lost() const { return {}; }
+int Session::collecting() const { return 0; }
+std::vector<Record> Session::unclaimed(std::uint64_t) const { return {}; }
 Session::Collecting::Collecting(Session& session) : session_(session) { absent(); }
 Session::Collecting::~Collecting() = default;
 Session::Window::Window(Session&, std::shared_ptr<LaunchRecords>, bool) { absent(); }

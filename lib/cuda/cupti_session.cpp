@@ -236,6 +236,9 @@ void Session::route(std::uint32_t correlation, const Record& record) {
     }
     if (!into) {
       ++lost_.unclaimed;
+      constexpr std::size_t kept = 1u << 16;
+      if (unclaimed_.size() == kept) unclaimed_.pop_front();
+      unclaimed_.push_back(record);
       return;
     }
   }
@@ -287,6 +290,20 @@ std::int64_t Session::steady_to_cupti() {
 Session::Lost Session::lost() const {
   std::lock_guard lock(mutex_);
   return lost_;
+}
+
+std::vector<Record> Session::unclaimed(std::uint64_t from) const {
+  std::lock_guard lock(mutex_);
+  std::vector<Record> out;
+  for (const Record& r : unclaimed_) {
+    if (r.start >= from) out.push_back(r);
+  }
+  return out;
+}
+
+int Session::collecting() const {
+  std::lock_guard lock(mutex_);
+  return collecting_;
 }
 
 Session::Collecting::Collecting(Session& session) : session_(session) {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,7 +59,8 @@ class Session {
   static Session* acquire(std::string& why);
 
   /// While any is alive, CUPTI collects kernel, copy and fill records (process-wide: every
-  /// kernel of the process is traced, at CUPTI's cost).
+  /// kernel of the process is traced, at CUPTI's cost): hold one only while a traced launch
+  /// is enqueued or a graph to trace is instantiated.
   class Collecting {
    public:
     explicit Collecting(Session& session);
@@ -103,6 +105,13 @@ class Session {
     std::uint64_t unclaimed = 0, dropped = 0;
   };
   Lost lost() const;
+  /// Copies of the latest records that belonged to no traced launch (at most 65,536 kept),
+  /// those that started at `from` (CUPTI's clock) or later: where a launch whose own records
+  /// went astray (CUPTI 13.0 can give them another launch's correlation id) finds its nodes'.
+  std::vector<Record> unclaimed(std::uint64_t from) const;
+  /// How many hold collection on now (Collecting and collecting Windows alive): 0 between
+  /// traced launches, so that no other launch of the process is traced.
+  int collecting() const;
 
  private:
   Session() = default;
@@ -115,6 +124,7 @@ class Session {
   std::vector<std::pair<std::uint32_t, std::weak_ptr<LaunchRecords>>> launches_;
   int collecting_ = 0;
   Lost lost_;
+  std::deque<Record> unclaimed_;  // the latest, oldest first
 };
 
 /// While alive, records which nodes the graph calls of this thread clone (an instantiation

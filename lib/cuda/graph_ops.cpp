@@ -161,4 +161,41 @@ cudaError_t end_capture(cudaStream_t stream, Graph& captured) noexcept {
   return status;
 }
 
+void begin_capture_into(cudaStream_t stream, cudaGraph_t graph,
+                        std::span<const cudaGraphNode_t> deps, Served served) {
+  CMDGRAPH_CUDA(served, cudaStreamBeginCaptureToGraph, stream, graph, deps.data(), nullptr,
+                deps.size(), cudaStreamCaptureModeThreadLocal);
+}
+
+cudaError_t capture_frontier(cudaStream_t stream,
+                             std::vector<cudaGraphNode_t>& frontier) noexcept {
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  const cudaGraphNode_t* deps = nullptr;
+  const cudaGraphEdgeData* edges = nullptr;  // asked for, else programmatic ones are refused
+  std::size_t count = 0;
+  const cudaError_t status = try_call([&] {
+    return cudaStreamGetCaptureInfo(stream, &capturing, nullptr, nullptr, &deps, &edges,
+                                    &count);
+  });
+  frontier.clear();
+  if (status != cudaSuccess) {
+    clear_error();
+    return status;
+  }
+  if (capturing != cudaStreamCaptureStatusActive) return cudaErrorStreamCaptureInvalidated;
+  try {
+    frontier.assign(deps, deps + count);
+  } catch (...) {
+    return cudaErrorMemoryAllocation;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t end_capture_into(cudaStream_t stream) noexcept {
+  cudaGraph_t graph = nullptr;  // the graph captured into, which its owner destroys
+  const cudaError_t status = try_call([&] { return cudaStreamEndCapture(stream, &graph); });
+  if (status != cudaSuccess) clear_error();
+  return status;
+}
+
 }  // namespace cmdgraph::detail::cuda

@@ -87,6 +87,18 @@ void begin_capture(cudaStream_t stream, Served served);
 /// Ends the capture on `stream`, whatever happened inside: the captured graph in `captured`
 /// on success; else CUDA's refusal (the sticky error cleared, nothing to free). Never throws.
 cudaError_t end_capture(cudaStream_t stream, Graph& captured) noexcept;
+/// Starts capturing `stream` into `graph` itself, the first work captured after `deps`
+/// (thread-local mode, as begin_capture): what is captured becomes nodes of `graph`.
+void begin_capture_into(cudaStream_t stream, cudaGraph_t graph,
+                        std::span<const cudaGraphNode_t> deps, Served served);
+/// The nodes work captured next on `stream` would follow: once the capture's work has joined
+/// `stream`, its last nodes (the edges into what follows are full ones). Empty with a refusal
+/// when the capture was invalidated.
+cudaError_t capture_frontier(cudaStream_t stream,
+                             std::vector<cudaGraphNode_t>& frontier) noexcept;
+/// Ends a capture begun by begin_capture_into (the graph stays its owner's); CUDA's refusal,
+/// the sticky error cleared, or cudaSuccess. Never throws.
+cudaError_t end_capture_into(cudaStream_t stream) noexcept;
 
 namespace graph_detail {
 cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaStream_t upload_stream,

@@ -32,6 +32,25 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+/// Checks that `p` honours its edges: a parent ends before its child starts (GPU timestamps
+/// within 1 us; a host task's times, on the host clock placed on CUPTI's, within 20 us).
+inline void check_edge_order(const Profile& p) {
+  for (const auto& [from, to] : p.edges) {
+    const CommandTiming& a = p.commands[from];
+    const CommandTiming& b = p.commands[to];
+    const bool host = a.kind == CommandKind::host || b.kind == CommandKind::host;
+    INFO(a.name << " -> " << b.name << ": " << a.end_ms << " then " << b.start_ms);
+    CHECK(a.end_ms <= b.start_ms + (host ? 0.02 : 0.001));
+  }
+}
+
+/// `exe` launched twice on `q` (the first pays the upload), and the second launch's profile.
+inline Profile second_launch_profile(Executable& exe, Queue& q) {
+  exe.launch(q).wait();
+  exe.launch(q).wait();
+  return exe.last_profile();
+}
+
 /// The command named `name` in `p`, or null.
 inline const CommandTiming* find(const Profile& p, const std::string& name) {
   for (const CommandTiming& c : p.commands) {

@@ -31,13 +31,7 @@ cuda::Graph capture_on(const Plan& plan, std::uint32_t c, const std::string& nam
   cuda::Graph captured;
   const cudaError_t ended = cuda::end_capture(stream, captured);
   if (thrown) std::rethrow_exception(thrown);
-  if (ended != cudaSuccess) {
-    refusal.emplace(errc::unsupported,
-                    "command '" + name + "' cannot be captured into a graph: " +
-                        cuda::describe(ended) + "; the callable made a call that stream capture "
-                        "forbids, such as a synchronization or an allocation",
-                    std::vector<std::string>{name}, static_cast<int>(ended));
-  }
+  if (ended != cudaSuccess) refusal.emplace(capture_refused(name, ended));
   return captured;
 }
 
@@ -70,6 +64,14 @@ void capture_in(const Plan& plan, const Plan& root, cudaStream_t stream, Capture
 }
 
 }  // namespace
+
+Error capture_refused(const std::string& name, cudaError_t status) {
+  return Error(errc::unsupported,
+               "command '" + name + "' cannot be captured into a graph: " +
+                   cuda::describe(status) + "; the callable made a call that stream capture "
+                   "forbids, such as a synchronization or an allocation",
+               std::vector<std::string>{name}, static_cast<int>(status));
+}
 
 Captures capture_all(const Plan& plan, int device) {
   Captures out;
@@ -139,18 +141,10 @@ class GraphBuilder::Site final : public GraphSite {
   }
   cudaGraphNode_t body_graph() override {
     const Plan& body = *plan_.bodies_of(c_).front();
-    std::vector<cudaGraphNode_t> nodes;
     if (builder_.cupti_) {
-      // Built straight into the node's own graph: the nodes CUPTI sees are the ones we made
-      // (a child graph added whole would be a clone of ours).
-      cuda::Graph empty = cuda::create_graph(name_);
-      const cudaGraphNode_t node = builder_.add_child(graph_, deps_, empty.get(), name_);
-      const std::uint32_t owner = std::exchange(builder_.owner_, timed_);
-      after_ = builder_.add_nodes(body, body.arguments, cuda::embedded_graph(node, name_), nodes,
-                                  nullptr, false, before_, priority_);
-      builder_.owner_ = owner;
-      return node;
+      return builder_.inline_body(body, graph_, deps_, timed_, priority_, before_, after_);
     }
+    std::vector<cudaGraphNode_t> nodes;
     cuda::Graph child = cuda::create_graph(name_);
     after_ = builder_.add_nodes(body, body.arguments, child.get(), nodes, nullptr,
                                 builder_.profile_, before_, priority_);
@@ -158,6 +152,7 @@ class GraphBuilder::Site final : public GraphSite {
     return builder_.add_child(graph_, deps_, child.get(), name_);
   }
   cudaGraphNode_t captured_graph() override {
+    if (builder_.cupti_) return builder_.capture_inline(plan_, c_, graph_, deps_, timed_);
     // The captured graph is cloned into the node: it stays for another build to use.
     cudaGraph_t captured = nullptr;
     cuda::Graph child;
@@ -169,16 +164,24 @@ class GraphBuilder::Site final : public GraphSite {
       child = builder_.capture(plan_, c_);
       captured = child.get();
     }
-    const cudaGraphNode_t node = builder_.add_child(graph_, deps_, captured, name_);
-    if (builder_.cupti_) builder_.note_all(cuda::embedded_graph(node, name_), timed_, name_);
-    return node;
+    return builder_.add_child(graph_, deps_, captured, name_);
   }
   cudaGraphNode_t collective_graph() override {
     const auto& p = std::get<CollectivePayload>(plan_.payload(c_));
     builder_.out_->keep(p.comm);
     cuda::Graph child = capture_collective(p, args_, builder_.capture_stream().get(), name_);
-    const cudaGraphNode_t node = builder_.add_child(graph_, deps_, child.get(), name_);
-    if (builder_.cupti_) builder_.note_all(cuda::embedded_graph(node, name_), timed_, name_);
+    if (!builder_.cupti_) {
+      const cudaGraphNode_t node = builder_.add_child(graph_, deps_, child.get(), name_);
+      builder_.out_->collectives[{&plan_, c_}] = std::move(child);
+      return node;
+    }
+    // CUPTI: NCCL's kernels run nested, in a child graph node (which an update replaces):
+    // timed from a marker before it to one after it (a side branch, the node stays the
+    // command's).
+    const cudaGraphNode_t entry = builder_.marker(graph_, deps_, timed_, plan_, c_);
+    const cudaGraphNode_t node = builder_.add_child(graph_, {&entry, 1}, child.get(), name_);
+    builder_.note_nested(cuda::embedded_graph(node, name_), timed_, name_);
+    builder_.marker(graph_, {&node, 1}, timed_, plan_, c_);
     builder_.out_->collectives[{&plan_, c_}] = std::move(child);
     return node;
   }
@@ -369,37 +372,6 @@ void GraphBuilder::add_edge_data(const Plan& plan, std::uint32_t c,
   }
 }
 
-std::uint32_t GraphBuilder::timed_run(const Plan& plan, std::uint32_t c,
-                                      std::vector<std::uint32_t>& run_of) {
-  if (fold_into_ != no_timed) return fold_into_;  // a conditional body: timed as its owner
-  TimedCommand timed{&plan, c, owner_, {}, nullptr, false};
-  for (std::uint32_t p : plan.parents[c]) timed.parents.push_back(run_of[p]);
-  std::vector<TimedCommand>& commands = out_->cupti->commands;
-  run_of[c] = static_cast<std::uint32_t>(commands.size());
-  commands.push_back(std::move(timed));
-  return run_of[c];
-}
-
-void GraphBuilder::note(cudaGraphNode_t node, std::uint32_t timed, bool expects_record) {
-  // A conditional body may run no pass at all: what is in it is not expected.
-  const bool expected = expects_record && fold_into_ == no_timed;
-  out_->cupti->nodes.push_back({node, timed, expected});
-  if (expected) out_->cupti->commands[timed].expects_record = true;
-}
-
-// Every node of a graph a capture made, child graphs' included: the capture's records.
-void GraphBuilder::note_all(cudaGraph_t graph, std::uint32_t timed, cuda::Served served) {
-  for (cudaGraphNode_t node : cuda::graph_nodes(graph, served)) {
-    const cudaGraphNodeType type = cuda::node_type(node, served);
-    if (type == cudaGraphNodeTypeGraph) {
-      note_all(cuda::embedded_graph(node, served), timed, served);
-    } else {
-      note(node, timed, type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeMemcpy ||
-                            type == cudaGraphNodeTypeMemset);
-    }
-  }
-}
-
 // A one-thread kernel sets the condition before the conditional node, whose body graphs are
 // the command's bodies in its kind's order; a WHILE body ends with the same kernel setting it
 // for the next pass. The passes never return to the host.
@@ -455,6 +427,8 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
     ++out_->node_count;
   }
   fold_into_ = fold;
+  // CUPTI: the end of the passes, which run inside the node where no record is ours to read.
+  if (cupti_ && fold == no_timed) return marker(graph, {&node, 1}, timed, plan, c);
   return node;
 }
 

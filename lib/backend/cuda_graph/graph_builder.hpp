@@ -3,8 +3,8 @@
 // child graphs, captures and collectives child graphs of what they enqueued, conditional
 // commands conditional WHILE, IF and SWITCH nodes; event profiling adds timed event nodes
 // around every command, CUPTI profiling notes which nodes' activity records time which
-// command. The streams backend builds its conditional commands here too, each a graph of its
-// own.
+// command and keeps those nodes top-level (graph_builder_cupti.cpp). The streams backend
+// builds its conditional commands here too, each a graph of its own.
 #pragma once
 
 #include "backend/cuda_commands/cuda_commands.hpp"
@@ -22,7 +22,9 @@
 #include <cuda_runtime_api.h>
 
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +37,8 @@ struct Captures {
   /// Set when stream capture refused a capture command (errc::unsupported, naming it).
   std::optional<Error> refusal;
 };
+/// Why stream capture refused capture command `name` (`status`): Error(unsupported) naming it.
+Error capture_refused(const std::string& name, cudaError_t status);
 /// Runs every capture command of `plan` (bodies included) on a capturing stream of `device`.
 /// A refusal by stream capture is returned, not thrown; what a callable throws is thrown.
 Captures capture_all(const Plan& plan, int device);
@@ -54,8 +58,10 @@ struct BuiltGraph {
   cuda::Event launch_start;
   std::vector<cuda::Event> events;
   std::vector<ProfilePoint> points;
-  // CUPTI profiling: each command's run, and the nodes whose records time them.
+  // CUPTI profiling: each command's run, and the nodes whose records time them; the memory
+  // the marker fills write (GraphBuilder::marker), while any instantiation may run them.
   std::shared_ptr<CuptiTiming> cupti;
+  std::shared_ptr<void> marker_memory;
   // What stream capture made of each collective, kept as long as the instantiation may run
   // it: NCCL ties the resources of a captured operation to the captured graph.
   std::map<std::pair<const Plan*, std::uint32_t>, cuda::Graph> collectives;
@@ -130,7 +136,15 @@ class GraphBuilder {
   std::uint32_t timed_run(const Plan& plan, std::uint32_t c,
                           std::vector<std::uint32_t>& run_of);
   void note(cudaGraphNode_t node, std::uint32_t timed, bool expects_record);
-  void note_all(cudaGraph_t graph, std::uint32_t timed, cuda::Served served);
+  void note_nested(cudaGraph_t graph, std::uint32_t timed, cuda::Served served);
+  cudaGraphNode_t marker(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
+                         std::uint32_t timed, const Plan& plan, std::uint32_t c);
+  cudaGraphNode_t inline_body(const Plan& body, cudaGraph_t graph,
+                              std::span<const cudaGraphNode_t> deps, std::uint32_t timed,
+                              std::optional<int> priority, const HostAncestors& before,
+                              HostAncestors& after);
+  cudaGraphNode_t capture_inline(const Plan& plan, std::uint32_t c, cudaGraph_t graph,
+                                 std::span<const cudaGraphNode_t> deps, std::uint32_t timed);
   cuda::Stream& capture_stream();
   void allocated(std::uint32_t c, void* address);
   void* to_free(std::uint32_t c) const;

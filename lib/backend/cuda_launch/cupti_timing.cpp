@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <unordered_set>
 
 namespace cmdgraph::detail {
 namespace {
@@ -116,10 +117,36 @@ void map_nodes(CuptiTiming& timing, const std::vector<std::uint64_t>& ids,
 
 namespace {
 
-// The records of `launch`. CUPTI hands a buffer over once every record in it is complete:
-// another launch still running can hold ours back a while; forced, it gives up on those.
+// How far before the launch's enqueue, placed on CUPTI's clock, a record of it may seem to
+// start (the two clocks are read a few microseconds apart).
+constexpr std::int64_t margin_ns = 50'000;
+
+// Adds to `records` (those routed to the launch) the unclaimed records of nodes of `timing`
+// that have none there and started after `origin`: records CUPTI filed under no launch of
+// ours. Returns how many it added.
+std::size_t adopt_unclaimed(std::vector<cuda::cupti::Record>& records,
+                            const CuptiTiming& timing, cuda::cupti::Session& session,
+                            std::int64_t origin) {
+  std::unordered_set<std::uint64_t> routed;
+  for (const auto& r : records) routed.insert(r.node);
+  std::size_t added = 0;
+  for (const auto& r : session.unclaimed(static_cast<std::uint64_t>(
+           std::max<std::int64_t>(0, origin - margin_ns)))) {
+    if (routed.contains(r.node) || timing.map->timed_of(r.node) == no_timed) continue;
+    records.push_back(r);
+    ++added;
+  }
+  return added;
+}
+
+// The records of `launch` (`origin`: its enqueue on CUPTI's clock). CUPTI hands a buffer over
+// once every record in it is complete: another launch still running can hold ours back a
+// while; forced, it gives up on those. When those routed to the launch leave a command
+// without one, unclaimed records of its nodes are taken (`adopted` counts them).
 std::vector<cuda::cupti::Record> await_records(const CuptiLaunch& launch,
-                                               cuda::cupti::Session& session, bool& forced) {
+                                               cuda::cupti::Session& session,
+                                               std::int64_t origin, bool& forced,
+                                               std::size_t& adopted) {
   const CuptiTiming& timing = *launch.timing;
   auto complete = [&](const std::vector<cuda::cupti::Record>& records) {
     std::vector<char> seen(timing.commands.size(), 0);
@@ -131,19 +158,50 @@ std::vector<cuda::cupti::Record> await_records(const CuptiLaunch& launch,
     }
     return true;
   };
+  auto gather = [&] {
+    std::vector<cuda::cupti::Record> records = launch.records->records();
+    adopted = complete(records) ? 0 : adopt_unclaimed(records, timing, session, origin);
+    return records;
+  };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   for (;;) {
     session.flush(false);
-    std::vector<cuda::cupti::Record> records = launch.records->records();
-    // No correlation id: CUPTI saw no launch to file records under, none will come.
-    if (launch.records->correlation() == 0 || complete(records)) return records;
+    std::vector<cuda::cupti::Record> records = gather();
+    if (complete(records)) return records;
     if (std::chrono::steady_clock::now() > deadline) {
       session.flush(true);
       forced = true;
-      return launch.records->records();
+      return gather();
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+}
+
+// One record per node: the earliest that started after the launch was enqueued (less a
+// margin for placing the host clock on CUPTI's), or the earliest of all when none did. Every
+// node we time runs once per launch (conditional bodies are timed by top-level nodes around
+// them), and the launches of one graph run one after another, so a later launch's records
+// start after all of this one's. Those can be filed here: CUPTI before 13.1 Update 1 gave
+// "incorrect correlation IDs for cudaGraphLaunch API calls and their associated kernel
+// launches" in sessions after the first (its release notes), and a re-read of a sampled
+// launch on the H200 saw its kernel's span change (run 49).
+std::vector<cuda::cupti::Record> first_per_node(std::vector<cuda::cupti::Record> records,
+                                                std::int64_t origin) {
+  std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
+    return a.node != b.node ? a.node < b.node : a.start < b.start;
+  });
+  std::vector<cuda::cupti::Record> first;
+  for (std::size_t i = 0; i < records.size();) {
+    std::size_t end = i;
+    while (end < records.size() && records[end].node == records[i].node) ++end;
+    std::size_t pick = i;
+    while (pick < end && static_cast<std::int64_t>(records[pick].start) < origin - margin_ns) {
+      ++pick;
+    }
+    first.push_back(records[pick < end ? pick : i]);
+    i = end;
+  }
+  return first;
 }
 
 // Each command's own span (ms from the launch's start): its records, or a host task's times.
@@ -156,7 +214,7 @@ std::vector<std::optional<Span>> own_spans(const CuptiLaunch& launch,
   const std::int64_t origin = steady_ns(launch.started) + steady_to_cupti;
   auto ms = [&](std::int64_t cupti_ns) { return static_cast<double>(cupti_ns - origin) / 1e6; };
   std::vector<std::optional<Span>> spans(timing.commands.size());
-  for (const auto& r : records) {
+  for (const auto& r : first_per_node(records, origin)) {
     const std::uint32_t t = timing.map->timed_of(r.node);
     if (t == no_timed) {
       unmatched.push_back(r.node);
@@ -177,13 +235,15 @@ std::vector<std::optional<Span>> own_spans(const CuptiLaunch& launch,
 
 // What the read saw, for last_cupti_report().
 void keep_report(const std::string& launch_name, const CuptiLaunch& launch,
-                 const std::vector<cuda::cupti::Record>& records, bool forced,
+                 const std::vector<cuda::cupti::Record>& records, std::size_t adopted,
+                 bool forced,
                  const std::vector<std::uint64_t>& unmatched,
                  const std::vector<std::string>& without, cuda::cupti::Session::Lost lost) {
   const NodeMap& map = *launch.timing->map;
   std::ostringstream out;
   out << launch_name << ": CUPTI correlation " << launch.records->correlation() << ", "
-      << records.size() << " records (" << unmatched.size() << " of nodes not ours)"
+      << records.size() << " records (" << adopted << " of them unclaimed ones of our nodes, "
+      << unmatched.size() << " nodes not ours)"
       << (forced ? ", forced flush" : "") << "; " << map.describe() << "; " << lost.unclaimed
       << " records of no traced launch and " << lost.dropped << " dropped so far";
   if (!unmatched.empty()) {
@@ -211,10 +271,12 @@ Profile read_cupti_profile(const Plan& root, const CuptiLaunch& launch,
     throw Error(errc::cuda_error, "CUPTI did not trace " + launch_name + ": " + error);
   }
   bool forced = false;
-  const std::vector<cuda::cupti::Record> records = await_records(launch, session, forced);
+  std::size_t adopted = 0;
+  const std::int64_t steady_to_cupti = session.steady_to_cupti();
+  const std::vector<cuda::cupti::Record> records = await_records(
+      launch, session, steady_ns(launch.started) + steady_to_cupti, forced, adopted);
   std::vector<std::uint64_t> unmatched;
-  std::vector<std::optional<Span>> spans =
-      own_spans(launch, records, session.steady_to_cupti(), unmatched);
+  std::vector<std::optional<Span>> spans = own_spans(launch, records, steady_to_cupti, unmatched);
 
   const std::vector<TimedCommand>& commands = launch.timing->commands;
   std::vector<std::string> without;  // commands that expected a record and got none
@@ -238,7 +300,8 @@ Profile read_cupti_profile(const Plan& root, const CuptiLaunch& launch,
   p.enqueue_end_ms =
       std::chrono::duration<double, std::milli>(launch.enqueued - launch.started).count();
   p.unmeasured = without.size();
-  keep_report(launch_name, launch, records, forced, unmatched, without, session.lost());
+  keep_report(launch_name, launch, records, adopted, forced, unmatched, without,
+              session.lost());
   return p;
 }
 
