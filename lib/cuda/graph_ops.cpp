@@ -193,7 +193,9 @@ cudaError_t capture_frontier(cudaStream_t stream,
 
 cudaError_t end_capture_into(cudaStream_t stream) noexcept {
   cudaGraph_t graph = nullptr;  // the graph captured into, which its owner destroys
-  const cudaError_t status = try_call([&] { return cudaStreamEndCapture(stream, &graph); });
+  // The capture ends whatever fault injection says, as in end_capture.
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  const cudaError_t status = try_call([&] { return ended; });
   if (status != cudaSuccess) clear_error();
   return status;
 }
