@@ -106,6 +106,14 @@ GraphShaping shape_graph(const Plan& plan, GraphShape shape) {
     out.reason = "off";
     return out;
   }
+  const bool chains_only = std::all_of(plan.order.begin(), plan.order.end(), [&](std::uint32_t c) {
+    return plan.parents[c].size() <= 1 && plan.children[c].size() <= 1;
+  });
+  if (shape.is_automatic() && chains_only) {
+    // Each chain keeps a lane of its own: nothing to add, and nothing to compute.
+    out.reason = "automatic: chains only, nothing to add";
+    return out;
+  }
   const std::vector<std::uint32_t> start = earliest_starts(plan);
   const std::uint32_t widest = widest_level(plan, start);
   const std::uint32_t lanes = shape.is_automatic() ? widest : shape.lane_count();
