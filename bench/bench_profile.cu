@@ -167,9 +167,13 @@ void ours(const Shape& s) {
       // launch kept CUPTI collecting for its whole life (it collects per launch now).
       Executable traced = compile(cmd, gpu, {.backend = Backend::cuda_graph,
                                              .profile = ProfileMode::cupti});
+      std::printf("  %s, trial %d: CUPTI executable compiled at %.1f s\n", s.name.c_str(),
+                  trial, seconds());
       traced.launch(q).wait();  // its upload
       one["cupti"] = per_launch(stream, s.launches, [&] { traced.launch(q); });
       q.wait();
+      std::printf("  %s, trial %d: %d CUPTI launches done at %.1f s\n", s.name.c_str(), trial,
+                  s.launches, seconds());
       if (trial == trials) {
         const Profile p = traced.last_profile();
         std::printf("  %s: CUPTI profile of launch %llu: %zu commands, %zu without a record, "
@@ -180,6 +184,11 @@ void ours(const Shape& s) {
     }
     one["cupti, 1 in 100"] = per_launch(stream, every, [&] { sampled.launch(q); });
     q.wait();
+    // A line per trial, so that a run cut short still shows what each mode cost.
+    std::printf("  %s, trial %d at %.1f s: raw %.1f, unprofiled %.1f, events %.1f, CUPTI %.1f, "
+                "CUPTI 1 in %u %.1f us per launch\n", s.name.c_str(), trial, seconds(),
+                one["raw graph"], one["unprofiled"], one["events"], one["cupti"], every,
+                one["cupti, 1 in 100"]);
     if (trial == 0) continue;
     for (const auto& [mode, us] : one) t[mode].push_back(us);
   }

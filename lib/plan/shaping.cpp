@@ -147,6 +147,11 @@ GraphShaping shape_graph(const Plan& plan, GraphShape shape) {
     const auto children = plan.children[e.parent];
     if (std::find(children.begin(), children.end(), e.child) != children.end()) ++from_plan;
   }
+  if (kept.size() == from_plan) {
+    // Every lane edge was implied by the plan's own (a fork-join's lanes run through its joins).
+    out.reason = asked + ": every lane edge is implied by the plan's edges, nothing to add";
+    return out;
+  }
   out.lanes = lanes;
   out.parents = Adjacency::from_pairs(plan.size(), up);
   out.order = order;

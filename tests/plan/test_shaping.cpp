@@ -136,7 +136,7 @@ TEST_CASE("plan.shaping.one_lane_is_one_chain" * doctest::timeout(30)) {
   for (std::uint32_t c = 0; c < plan->size(); ++c) CHECK(s.parents[c].size() <= 1);
 }
 
-TEST_CASE("plan.shaping.leaves_chains_fans_and_off_alone" * doctest::timeout(30)) {
+TEST_CASE("plan.shaping.leaves_chains_fans_fork_joins_and_off_alone" * doctest::timeout(30)) {
   for (const DagShape shape : {DagShape::chain, DagShape::fan}) {
     const auto plan = plan_of(random_dag(shape, 64, 1));
     const GraphShaping s = detail::shape_graph(*plan, GraphShape::automatic());
@@ -144,6 +144,22 @@ TEST_CASE("plan.shaping.leaves_chains_fans_and_off_alone" * doctest::timeout(30)
     CHECK_FALSE(s.shaped());
     CHECK(s.reason.find("nothing to add") != std::string::npos);
   }
+  // 1 -> 8 -> 1, four times over: each round's lanes run through its join.
+  Dag fork_join;
+  fork_join.size = 4 * 10;
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    const std::uint32_t fork = r * 10, join = fork + 9;
+    if (r > 0) fork_join.edges.emplace_back(fork - 1, fork);
+    for (std::uint32_t i = 1; i <= 8; ++i) {
+      fork_join.edges.emplace_back(fork, fork + i);
+      fork_join.edges.emplace_back(fork + i, join);
+    }
+  }
+  const GraphShaping rounds = detail::shape_graph(*plan_of(fork_join), GraphShape::automatic());
+  CAPTURE(rounds.reason);
+  CHECK_FALSE(rounds.shaped());
+  CHECK(rounds.reason.find("nothing to add") != std::string::npos);
+
   const auto plan = plan_of(random_dag(DagShape::random, 64, 1));
   const GraphShaping off = detail::shape_graph(*plan, GraphShape::off());
   CHECK_FALSE(off.shaped());
