@@ -3,6 +3,7 @@
 #include "plan/hazards.hpp"
 
 #include "plan/plan.hpp"
+#include "plan/radix_sort.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -42,7 +43,10 @@ struct Visit {
 // each group in sweep order. Accesses of different clusters cannot conflict, so each cluster
 // is swept on its own, with a short sorted vector of segments instead of one map over all.
 std::vector<Visit> clustered(const AccessLists& access, const std::vector<std::uint32_t>& sequence) {
+  std::size_t count = 0;
+  for (std::uint32_t c : sequence) count += access[c].size();
   std::vector<Visit> visits;
+  visits.reserve(count);
   for (std::uint32_t c : sequence) {
     for (std::uint32_t a = 0; a < access[c].size(); ++a) {
       const MemoryAccess& x = access[c][a];
@@ -54,7 +58,7 @@ std::vector<Visit> clustered(const AccessLists& access, const std::vector<std::u
   }
   std::vector<std::pair<std::uintptr_t, std::uint32_t>> by_begin(visits.size());
   for (std::uint32_t i = 0; i < by_begin.size(); ++i) by_begin[i] = {visits[i].begin, i};
-  std::sort(by_begin.begin(), by_begin.end());
+  radix_sort(by_begin, [](const auto& x) { return std::uint64_t{x.first}; });
   std::uint32_t cluster = 0;
   std::uintptr_t reach = 0;
   for (std::size_t i = 0; i < by_begin.size(); ++i) {

@@ -3,6 +3,7 @@
 #include "plan/hazards.hpp"
 
 #include "plan/plan.hpp"
+#include "plan/radix_sort.hpp"
 #include "plan/reach.hpp"
 
 #include <cmdgraph/error.hpp>
@@ -149,16 +150,28 @@ void infer_edges(Plan& plan) {
   const std::vector<Edge>& recorded = plan.edges;  // sorted and distinct
   // Each new edge, with the first conflict that asks for it (which names its memory).
   std::vector<std::pair<Edge, std::uint32_t>> wanted;
+  wanted.reserve(conflicts.size());
   for (std::uint32_t i = 0; i < conflicts.size(); ++i) {
     const Edge e{conflicts[i].first, conflicts[i].second};
     if (!std::binary_search(recorded.begin(), recorded.end(), e)) wanted.emplace_back(e, i);
   }
-  std::sort(wanted.begin(), wanted.end());
+  const std::uint64_t n = plan.size();
+  radix_sort(wanted, [n](const auto& w) { return w.first.parent * n + w.first.child; });
+  // An address is formatted once per memory, not once per edge (a third of the time it took).
+  std::unordered_map<std::uintptr_t, std::string> addresses;
   std::vector<InferredEdge>& inferred = plan.hazards.inferred;
+  inferred.reserve(wanted.size());
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     if (i > 0 && wanted[i].first == wanted[i - 1].first) continue;
     const Conflict& k = conflicts[wanted[i].second];
-    inferred.push_back({wanted[i].first, plan.command(k.first).access[k.first_access].name()});
+    const MemoryAccess& a = plan.command(k.first).access[k.first_access];
+    if (!a.label.empty()) {
+      inferred.push_back({wanted[i].first, a.label});
+      continue;
+    }
+    const auto [it, fresh] = addresses.try_emplace(a.origin);
+    if (fresh) it->second = a.name();
+    inferred.push_back({wanted[i].first, it->second});
   }
   const auto recorded_count = static_cast<std::ptrdiff_t>(plan.edges.size());
   for (const InferredEdge& e : inferred) plan.edges.push_back(e.edge);
