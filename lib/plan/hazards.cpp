@@ -204,33 +204,51 @@ Validation check_edges(const Plan& plan, const AccessLists& access) {
   std::vector<bool> needed(plan.children.edges(), false);
   std::vector<std::uint32_t> bit_of(n, Reach::no_bit);
   std::vector<Reach> forward, backward;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> ends;  // ordered: second's rank, bit
+  // The pass's questions by their second command's row (a counting sort): answered walking
+  // the rows in order, which reads each row once, and the ordered ones kept (else `none`)
+  // for the backward walk.
+  constexpr std::uint32_t none = ~0u;
+  std::vector<std::uint32_t> row_start, at_row;
   in_passes(questions, rank, bit_of, [&](const std::vector<std::uint32_t>& ids,
                                          std::uint32_t lo, std::uint32_t hi) {
+    row_start.assign(hi - lo + 2, 0);
+    for (const std::uint32_t i : ids) ++row_start[rank[questions[i].child] - lo + 1];
+    for (std::uint32_t r = 0; r <= hi - lo; ++r) row_start[r + 1] += row_start[r];
+    at_row.resize(ids.size());
+    for (const std::uint32_t i : ids) at_row[row_start[rank[questions[i].child] - lo]++] = i;
+    for (std::uint32_t r = hi - lo + 1; r > 0; --r) row_start[r] = row_start[r - 1];
+    row_start[0] = 0;
+
     reach_forward(order, rank, lo, hi, bit_of, plan.parents, forward);
-    ends.clear();
-    for (const std::uint32_t i : ids) {
-      const auto [u, v] = questions[i];
-      if (forward[rank[v] - lo].test(bit_of[u])) {
-        ++result.validated;
-        ends.emplace_back(rank[v], bit_of[u]);
-      } else {
-        result.unordered.push_back(conflicts[i]);
+    for (std::uint32_t r = 0; r <= hi - lo; ++r) {
+      for (std::uint32_t k = row_start[r]; k < row_start[r + 1]; ++k) {
+        if (forward[r].test(bit_of[questions[at_row[k]].parent])) {
+          ++result.validated;
+        } else {
+          result.unordered.push_back(conflicts[at_row[k]]);
+          at_row[k] = none;
+        }
       }
     }
-    std::sort(ends.begin(), ends.end(), std::greater<>());
     if (backward.size() < hi - lo + 1) backward.resize(hi - lo + 1);
-    auto next_end = ends.begin();
+    // Rows no source of the pass reaches are skipped: neither can their ancestors be
+    // reached, so no row that is computed reads theirs.
     for (std::uint32_t r = hi + 1; r-- > lo;) {
+      if (forward[r - lo].empty()) continue;
       const std::uint32_t v = order[r];
       Reach& row = backward[r - lo] = Reach{};
-      for (; next_end != ends.end() && next_end->first == r; ++next_end) row.set(next_end->second);
+      for (std::uint32_t k = row_start[r - lo]; k < row_start[r - lo + 1]; ++k) {
+        if (at_row[k] != none) row.set(bit_of[questions[at_row[k]].parent]);
+      }
       const auto children = plan.children[v];
+      const std::size_t first_edge = plan.children.first_edge(v);
       for (std::size_t e = 0; e < children.size(); ++e) {
         const std::uint32_t c = rank[children[e]];
         if (c > hi) continue;
         row |= backward[c - lo];
-        if (forward[r - lo].meets(backward[c - lo])) needed[plan.children.first_edge(v) + e] = true;
+        if (!needed[first_edge + e] && forward[r - lo].meets(backward[c - lo])) {
+          needed[first_edge + e] = true;
+        }
       }
     }
   });

@@ -26,6 +26,11 @@ struct Reach {
     for (std::size_t w = 0; w < words.size(); ++w) words[w] |= other.words[w];
     return *this;
   }
+  bool empty() const noexcept {
+    std::uint64_t any = 0;
+    for (const std::uint64_t w : words) any |= w;
+    return any == 0;
+  }
   bool meets(const Reach& other) const noexcept {
     std::uint64_t any = 0;
     for (std::size_t w = 0; w < words.size(); ++w) any |= words[w] & other.words[w];
