@@ -35,7 +35,6 @@ struct Visit {
   Toucher toucher;
   std::uintptr_t begin, end;
   std::uint32_t cluster;
-  std::uint32_t step;  // position among every access visited
   bool writes;
 };
 
@@ -43,36 +42,43 @@ struct Visit {
 // each group in sweep order. Accesses of different clusters cannot conflict, so each cluster
 // is swept on its own, with a short sorted vector of segments instead of one map over all.
 std::vector<Visit> clustered(const AccessLists& access, const std::vector<std::uint32_t>& sequence) {
-  std::size_t count = 0;
-  for (std::uint32_t c : sequence) count += access[c].size();
   std::vector<Visit> visits;
-  visits.reserve(count);
+  visits.reserve(2 * sequence.size());
   for (std::uint32_t c : sequence) {
-    for (std::uint32_t a = 0; a < access[c].size(); ++a) {
-      const MemoryAccess& x = access[c][a];
+    const std::vector<MemoryAccess>& list = access[c];
+    for (std::uint32_t a = 0; a < list.size(); ++a) {
+      const MemoryAccess& x = list[a];
       if (x.begin < x.end) {
-        visits.push_back({{c, a}, x.begin, x.end, 0, static_cast<std::uint32_t>(visits.size()),
-                          x.writes()});
+        visits.push_back({{c, a}, x.begin, x.end, 0, x.writes()});
       }
     }
   }
-  std::vector<std::pair<std::uintptr_t, std::uint32_t>> by_begin(visits.size());
-  for (std::uint32_t i = 0; i < by_begin.size(); ++i) by_begin[i] = {visits[i].begin, i};
-  radix_sort(by_begin, [](const auto& x) { return std::uint64_t{x.first}; });
+  // By address, carrying the ends along: reading them back from the visits in address order
+  // would jump about the whole array.
+  struct Range {
+    std::uintptr_t begin, end;
+    std::uint32_t visit;
+  };
+  std::vector<Range> by_begin(visits.size());
+  for (std::uint32_t i = 0; i < by_begin.size(); ++i) by_begin[i] = {visits[i].begin, visits[i].end, i};
+  radix_sort(by_begin, [](const Range& x) { return std::uint64_t{x.begin}; });
+  std::vector<std::uint32_t> cluster_of(visits.size());
   std::uint32_t cluster = 0;
   std::uintptr_t reach = 0;
   for (std::size_t i = 0; i < by_begin.size(); ++i) {
-    Visit& x = visits[by_begin[i].second];
-    if (i > 0 && x.begin >= reach) ++cluster;
-    reach = i == 0 ? x.end : std::max(reach, x.end);
-    x.cluster = cluster;
+    if (i > 0 && by_begin[i].begin >= reach) ++cluster;
+    reach = i == 0 ? by_begin[i].end : std::max(reach, by_begin[i].end);
+    cluster_of[by_begin[i].visit] = cluster;
   }
   // By cluster, each in sweep order (a counting sort: clusters are numbered densely).
   std::vector<std::uint32_t> starts(cluster + 2, 0);
-  for (const Visit& v : visits) ++starts[v.cluster + 1];
+  for (const std::uint32_t k : cluster_of) ++starts[k + 1];
   for (std::size_t k = 1; k < starts.size(); ++k) starts[k] += starts[k - 1];
   std::vector<Visit> grouped(visits.size());
-  for (const Visit& v : visits) grouped[starts[v.cluster]++] = v;
+  for (std::uint32_t i = 0; i < visits.size(); ++i) {
+    Visit& v = grouped[starts[cluster_of[i]]++] = visits[i];
+    v.cluster = cluster_of[i];
+  }
   return grouped;
 }
 
@@ -90,8 +96,16 @@ class SegmentVector {
     return {first, std::partition_point(first, segments_.end(),
                                         [&](const Segment& s) { return s.begin < end; })};
   }
+  // Moves the segments after `last` once (an erase then an insert moved them twice).
   void replace(iterator first, iterator last, const std::vector<Segment>& pieces) {
-    segments_.insert(segments_.erase(first, last), pieces.begin(), pieces.end());
+    const auto at = first - segments_.begin();
+    const auto had = last - first, has = static_cast<std::ptrdiff_t>(pieces.size());
+    if (has > had) {
+      segments_.insert(last, static_cast<std::size_t>(has - had), Segment{});
+    } else if (has < had) {
+      segments_.erase(first + has, last);
+    }
+    std::copy(pieces.begin(), pieces.end(), segments_.begin() + at);
   }
 
  private:
@@ -252,22 +266,23 @@ std::vector<Conflict> immediate_conflicts(const AccessLists& access,
   const std::vector<Visit> visits = clustered(access, sequence);
   Sweep sweep(visits);
   std::vector<Conflict> found;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> found_at(visits.size());  // by step
+  found.reserve(visits.size() + visits.size() / 2);
   for (std::size_t i = 0; i < visits.size(); ++i) {
     if (i == 0 || visits[i].cluster != visits[i - 1].cluster) {
       std::size_t size = 1;
       while (i + size < visits.size() && visits[i + size].cluster == visits[i].cluster) ++size;
       sweep.start_cluster(size);
     }
-    const auto before = static_cast<std::uint32_t>(found.size());
     sweep.touch(static_cast<std::uint32_t>(i), found);
-    found_at[visits[i].step] = {before, static_cast<std::uint32_t>(found.size())};
   }
-  // In sweep order again: each access's conflicts in the order it met them.
-  std::vector<Conflict> out;
-  out.reserve(found.size());
-  for (const auto& [from, to] : found_at) out.insert(out.end(), found.begin() + from, found.begin() + to);
-  return out;
+  return found;
+}
+
+void in_sweep_order(std::vector<Conflict>& conflicts, const std::vector<std::uint32_t>& sequence) {
+  std::vector<std::uint32_t> place(sequence.size());
+  for (std::uint32_t i = 0; i < sequence.size(); ++i) place[sequence[i]] = i;
+  radix_sort(conflicts, [](const Conflict& k) { return std::uint64_t{k.second_access}; });
+  radix_sort(conflicts, [&](const Conflict& k) { return std::uint64_t{place[k.second]}; });
 }
 
 }  // namespace cmdgraph::detail

@@ -167,7 +167,11 @@ void infer_edges(Plan& plan) {
     const Edge e{conflicts[i].first, conflicts[i].second};
     if (!std::binary_search(recorded.begin(), recorded.end(), e)) wanted.emplace_back(e, i);
   }
+  // By edge, and for each edge the conflict the sweep met first: of the second command's
+  // accesses the first (a command's conflicts come access by access), and of that access's
+  // conflicts the first (they come in the order it met them).
   const std::uint64_t n = plan.size();
+  radix_sort(wanted, [&](const auto& w) { return std::uint64_t{conflicts[w.second].second_access}; });
   radix_sort(wanted, [n](const auto& w) { return w.first.parent * n + w.first.child; });
   // An address is formatted once per memory, not once per edge (a third of the time it took).
   std::unordered_map<std::uintptr_t, std::string> addresses;
@@ -348,7 +352,9 @@ void check_changed_access(const Plan& plan, std::uint32_t c, std::vector<MemoryA
   } else if (plan.hazards.applied == Hazards::infer) {
     std::vector<std::uint32_t> recording_order(plan.size());
     std::iota(recording_order.begin(), recording_order.end(), 0u);
-    for (const Conflict& k : immediate_conflicts(changed, recording_order)) {
+    std::vector<Conflict> conflicts = immediate_conflicts(changed, recording_order);
+    in_sweep_order(conflicts, recording_order);
+    for (const Conflict& k : conflicts) {
       if (!std::binary_search(plan.edges.begin(), plan.edges.end(), Edge{k.first, k.second})) {
         throw Error(errc::update_refused,
                     who + ": what it touches then needs an edge the inferred ones lack ('" +

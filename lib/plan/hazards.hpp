@@ -51,9 +51,16 @@ struct Conflict {
 /// through the writers in between. The accesses are first sorted into clusters of
 /// overlapping ranges, each swept on its own: a binary search per access plus a step per
 /// segment it covers and per conflict (segments split at every access's ends; a write
-/// collapses those it covers into one).
+/// collapses those it covers into one). They come cluster by cluster, so not in `sequence`
+/// order; one access's conflicts come together, in the order it met them (one per earlier
+/// access). in_sweep_order() puts them back in `sequence` order.
 std::vector<Conflict> immediate_conflicts(const AccessLists& access,
                                           const std::vector<std::uint32_t>& sequence);
+
+/// Sorts `conflicts` (immediate_conflicts over `sequence`) by the place of their second
+/// command in `sequence`, then its access, keeping the order each access met them in: the
+/// order the sweep found them, access after access.
+void in_sweep_order(std::vector<Conflict>& conflicts, const std::vector<std::uint32_t>& sequence);
 
 /// The order validation sweeps `plan` in: topological, earliest recorded first among the
 /// commands ready, so it is recording order wherever the edges allow. A pair it finds

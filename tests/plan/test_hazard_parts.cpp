@@ -13,6 +13,8 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -92,5 +94,71 @@ TEST_CASE("hazards.validation_order_takes_the_earliest_ready_command" * doctest:
     const auto plan = detail::build_plan(*detail::recording_of(cmd), Hazards::off);
     CAPTURE(round);
     CHECK(detail::validation_order(*plan) == earliest_ready_order(n, edges));
+  }
+}
+
+// An inferred edge ordering two commands that conflict over two buffers names the memory of
+// the second command's first access, whichever buffer lies lower in memory (the sweep visits
+// buffers by address).
+TEST_CASE("hazards.inferred_edge_names_the_memory_met_first" * doctest::timeout(30)) {
+  Buffer<int> a(Device::host(), 8), b(Device::host(), 8);
+  const bool a_lower = a.data() < b.data();
+  const Buffer<int>& low = a_lower ? a : b;
+  const Buffer<int>& high = a_lower ? b : a;
+  for (const bool high_first : {true, false}) {
+    CommandBuffer cmd("two");
+    cmd.host([] {}).writes(low, "low").writes(high, "high");
+    Command second = cmd.host([] {});
+    high_first ? second.reads(high, "high").reads(low, "low")
+               : second.reads(low, "low").reads(high, "high");
+    const auto plan = detail::build_plan(*detail::recording_of(cmd), Hazards::infer);
+    REQUIRE(plan->hazards.inferred.size() == 1);
+    CHECK(plan->hazards.inferred[0].memory == std::string(high_first ? "high" : "low"));
+  }
+}
+
+// in_sweep_order: by the second command's place in the sequence, then its access, each
+// access's conflicts kept together in the order the sweep gave them.
+TEST_CASE("hazards.in_sweep_order_sorts_by_second_command_then_access" * doctest::timeout(30)) {
+  std::vector<Buffer<int>> buffers;
+  for (int b = 0; b < 4; ++b) buffers.emplace_back(Device::host(), 64);
+  std::mt19937 rng(23);
+  CommandBuffer cmd("random");
+  for (int c = 0; c < 300; ++c) {
+    Command h = cmd.host([] {});
+    for (std::size_t k = 1 + rng() % 3; k > 0; --k) {
+      const std::size_t first = rng() % 60, count = 1 + rng() % 4;
+      const View<int> v = buffers[rng() % 4].subview(first, count);
+      rng() % 3 == 0 ? h.writes(v) : h.reads(v);
+    }
+  }
+  const auto plan = detail::build_plan(*detail::recording_of(cmd), Hazards::off);
+  std::vector<std::uint32_t> sequence(plan->size());
+  std::iota(sequence.begin(), sequence.end(), 0u);
+  std::shuffle(sequence.begin(), sequence.end(), rng);  // any sequence will do for the sweep
+  const std::vector<detail::Conflict> found =
+      detail::immediate_conflicts(detail::AccessLists(*plan), sequence);
+  REQUIRE(found.size() > 100);
+  std::vector<detail::Conflict> sorted = found;
+  detail::in_sweep_order(sorted, sequence);
+  std::vector<std::uint32_t> place(sequence.size());
+  for (std::uint32_t i = 0; i < sequence.size(); ++i) place[sequence[i]] = i;
+  const auto key = [&](const detail::Conflict& k) { return std::pair(place[k.second], k.second_access); };
+  const auto same = [](const detail::Conflict& x, const detail::Conflict& y) {
+    return std::tie(x.first, x.second, x.first_access, x.second_access, x.begin, x.end) ==
+           std::tie(y.first, y.second, y.first_access, y.second_access, y.begin, y.end);
+  };
+  // Each access's run of conflicts in `found`, as found, is a run of `sorted`.
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (i > 0) CHECK(key(sorted[i - 1]) <= key(sorted[i]));
+    if (i == 0 || key(sorted[i - 1]) != key(sorted[i])) {
+      at = std::find_if(found.begin(), found.end(), [&](const auto& k) { return key(k) == key(sorted[i]); }) -
+           found.begin();
+    } else {
+      ++at;
+    }
+    REQUIRE(at < found.size());
+    CHECK(same(found[at], sorted[i]));
   }
 }
