@@ -129,6 +129,10 @@ std::vector<std::uint32_t> validation_order(const Plan& plan) {
   return order;
 }
 
+std::string memory_of(const Plan& plan, const InferredEdge& e) {
+  return plan.command(e.edge.parent).access[e.access].name();
+}
+
 const char* hazard_kind(const MemoryAccess& first, const MemoryAccess& second) noexcept {
   if (first.writes() && second.reads()) return "read-after-write";
   if (first.writes()) return "write-after-write";
@@ -173,21 +177,11 @@ void infer_edges(Plan& plan) {
   const std::uint64_t n = plan.size();
   radix_sort(wanted, [&](const auto& w) { return std::uint64_t{conflicts[w.second].second_access}; });
   radix_sort(wanted, [n](const auto& w) { return w.first.parent * n + w.first.child; });
-  // An address is formatted once per memory, not once per edge (a third of the time it took).
-  std::unordered_map<std::uintptr_t, std::string> addresses;
   std::vector<InferredEdge>& inferred = plan.hazards.inferred;
   inferred.reserve(wanted.size());
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     if (i > 0 && wanted[i].first == wanted[i - 1].first) continue;
-    const Conflict& k = conflicts[wanted[i].second];
-    const MemoryAccess& a = plan.command(k.first).access[k.first_access];
-    if (!a.label.empty()) {
-      inferred.push_back({wanted[i].first, a.label});
-      continue;
-    }
-    const auto [it, fresh] = addresses.try_emplace(a.origin);
-    if (fresh) it->second = a.name();
-    inferred.push_back({wanted[i].first, it->second});
+    inferred.push_back({wanted[i].first, conflicts[wanted[i].second].first_access});
   }
   const auto recorded_count = static_cast<std::ptrdiff_t>(plan.edges.size());
   for (const InferredEdge& e : inferred) plan.edges.push_back(e.edge);

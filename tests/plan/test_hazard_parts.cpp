@@ -113,7 +113,7 @@ TEST_CASE("hazards.inferred_edge_names_the_memory_met_first" * doctest::timeout(
                : second.reads(low, "low").reads(high, "high");
     const auto plan = detail::build_plan(*detail::recording_of(cmd), Hazards::infer);
     REQUIRE(plan->hazards.inferred.size() == 1);
-    CHECK(plan->hazards.inferred[0].memory == std::string(high_first ? "high" : "low"));
+    CHECK(detail::memory_of(*plan, plan->hazards.inferred[0]) == (high_first ? "high" : "low"));
   }
 }
 
