@@ -1,8 +1,9 @@
 // The hazard analysis's parts on their own (issue 14): the radix sort its large sorts use,
-// the order validation sweeps in.
+// the order validation sweeps in, the grouping of reachability questions into passes.
 #include "plan/hazards.hpp"
 #include "plan/plan.hpp"
 #include "plan/radix_sort.hpp"
+#include "plan/reach.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
 
@@ -160,5 +161,70 @@ TEST_CASE("hazards.in_sweep_order_sorts_by_second_command_then_access" * doctest
     }
     REQUIRE(at < found.size());
     CHECK(same(found[at], sorted[i]));
+  }
+}
+
+// passes_of: every source in one pass, at most Reach::width a pass, never more ranks walked
+// than in rank order with the far sources apart (four times the median span), and with spans
+// spread over orders of magnitude fewer.
+TEST_CASE("hazards.reach_passes_cover_every_source_in_fewer_ranks" * doctest::timeout(30)) {
+  std::mt19937 rng(25);
+  for (const bool spread : {false, true}) {
+    CAPTURE(spread);
+    std::vector<detail::ReachSource> sources;
+    for (std::uint32_t at = 0; at < 5000; ++at) {
+      const std::uint32_t span = spread ? 1 + rng() % (1u << (rng() % 17)) : 100 + rng() % 50;
+      sources.push_back({at, at + 1, at, span});
+    }
+    const auto ranks_of = [](const std::vector<detail::ReachSource>& s,
+                             const std::vector<std::pair<std::size_t, std::size_t>>& passes) {
+      std::uint64_t ranks = 0;
+      for (const auto& [first, last] : passes) {
+        std::uint32_t lo = ~0u, hi = 0;
+        for (std::size_t i = first; i < last; ++i) {
+          lo = std::min(lo, s[i].at);
+          hi = std::max(hi, s[i].at + s[i].span);
+        }
+        ranks += hi - lo + 1;
+      }
+      return ranks;
+    };
+    // In rank order, the far ones after the near ones, never two in one pass.
+    std::vector<std::uint32_t> spans;
+    for (const auto& s : sources) spans.push_back(s.span);
+    std::nth_element(spans.begin(), spans.begin() + spans.size() / 2, spans.end());
+    const std::uint64_t far = 4 * std::uint64_t{spans[spans.size() / 2]} + 64;
+    auto near_then_far = sources;
+    std::stable_partition(near_then_far.begin(), near_then_far.end(),
+                          [&](const auto& s) { return s.span <= far; });
+    std::vector<std::pair<std::size_t, std::size_t>> plain;
+    for (std::size_t first = 0; first < near_then_far.size();) {
+      std::size_t last = first;
+      while (last < near_then_far.size() && last - first < detail::Reach::width &&
+             (near_then_far[last].span <= far) == (near_then_far[first].span <= far)) {
+        ++last;
+      }
+      plain.emplace_back(first, last);
+      first = last;
+    }
+    const std::uint64_t by_rank = ranks_of(near_then_far, plain);
+
+    auto grouped = sources;
+    const auto passes = detail::passes_of(grouped);
+    std::set<std::uint32_t> seen;
+    std::size_t next = 0;
+    for (const auto& [first, last] : passes) {
+      CHECK(first == next);
+      CHECK(last > first);
+      CHECK(last - first <= detail::Reach::width);
+      for (std::size_t i = first; i < last; ++i) seen.insert(grouped[i].at);
+      next = last;
+    }
+    CHECK(next == sources.size());
+    CHECK(seen.size() == sources.size());
+    const std::uint64_t ranks = ranks_of(grouped, passes);
+    MESSAGE("ranks " << ranks << " against " << by_rank);
+    CHECK(ranks <= by_rank);
+    if (spread) CHECK(ranks * 5 < by_rank * 4);  // a fifth fewer at least
   }
 }
