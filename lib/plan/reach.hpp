@@ -55,52 +55,61 @@ struct ReachSource {
 /// spans alike, the others spans spread over orders of magnitude (a program's rarely
 /// rewritten memory), where one far source per pass stretched every window.
 inline std::vector<std::pair<std::size_t, std::size_t>> passes_of(std::vector<ReachSource>& sources) {
-  std::vector<std::pair<std::size_t, std::size_t>> passes;
-  std::vector<ReachSource> ordered(sources.size());
-  // Orders by group (a counting sort: a few dozen at most), rank within each; returns the ranks.
-  const auto split = [&] {
-    std::array<std::uint32_t, 66> start{};
-    for (const ReachSource& s : sources) ++start[s.group + 1];
-    for (std::size_t g = 1; g < start.size(); ++g) start[g] += start[g - 1];
-    for (const ReachSource& s : sources) ordered[start[s.group]++] = s;
-    passes.clear();
-    std::uint64_t ranks = 0;
-    for (std::size_t first = 0; first < ordered.size();) {
-      std::size_t last = first;
-      std::uint32_t lo = ~0u, hi = 0;
-      for (; last < ordered.size() && last - first < Reach::width &&
-             ordered[last].group == ordered[first].group;
-           ++last) {
-        lo = std::min(lo, ordered[last].at);
-        hi = std::max(hi, ordered[last].at + ordered[last].span);
-      }
-      passes.emplace_back(first, last);
-      ranks += hi - lo + 1;
-      first = last;
-    }
-    return ranks;
-  };
   std::vector<std::uint32_t> spans;
+  spans.reserve(sources.size());
   for (const ReachSource& s : sources) spans.push_back(s.span);
   std::nth_element(spans.begin(), spans.begin() + spans.size() / 2, spans.end());
   const std::uint64_t far = 4 * std::uint64_t{spans[spans.size() / 2]} + 64;
-  // Grouping 0: near and far; k = 1, 2, 3: spans within a factor of 2^k.
+  // Grouping 0: near and far; k = 1, 2, 3: spans within a factor of 2^k (33 groups at most).
   const auto group_of = [&](const ReachSource& s, int grouping) {
     return grouping == 0 ? (s.span <= far ? 0u : 1u)
                          : static_cast<std::uint32_t>(std::bit_width(s.span)) / grouping;
   };
+  // The ranks a grouping's passes walk, counted in one walk in rank order (a pass is closed
+  // when full, the rest at the end), without putting the sources in order.
+  const auto ranks_of = [&](int grouping) {
+    struct Open {
+      std::uint32_t count = 0, lo = 0, hi = 0;
+    };
+    std::array<Open, 34> open{};
+    std::uint64_t ranks = 0;
+    for (const ReachSource& s : sources) {
+      Open& p = open[group_of(s, grouping)];
+      if (p.count == 0) p.lo = s.at;
+      p.hi = std::max(p.hi, s.at + s.span);
+      if (++p.count == Reach::width) {
+        ranks += p.hi - p.lo + 1;
+        p = Open{};
+      }
+    }
+    for (const Open& p : open) ranks += p.count > 0 ? p.hi - p.lo + 1 : 0;
+    return ranks;
+  };
   int best = 0;
   std::uint64_t fewest = ~std::uint64_t{0};
   for (int grouping = 0; grouping < 4; ++grouping) {
-    for (ReachSource& s : sources) s.group = group_of(s, grouping);
-    if (const std::uint64_t ranks = split(); ranks < fewest) {
+    if (const std::uint64_t ranks = ranks_of(grouping); ranks < fewest) {
       fewest = ranks;
       best = grouping;
     }
   }
-  for (ReachSource& s : sources) s.group = group_of(s, best);
-  split();
+  // By group (a counting sort), rank order kept within each; passes of Reach::width at most.
+  std::array<std::uint32_t, 35> start{};
+  for (ReachSource& s : sources) ++start[(s.group = group_of(s, best)) + 1];
+  for (std::size_t g = 1; g < start.size(); ++g) start[g] += start[g - 1];
+  std::vector<ReachSource> ordered(sources.size());
+  for (const ReachSource& s : sources) ordered[start[s.group]++] = s;
   sources.swap(ordered);
+  std::vector<std::pair<std::size_t, std::size_t>> passes;
+  for (std::size_t first = 0; first < sources.size();) {
+    std::size_t last = first;
+    while (last < sources.size() && last - first < Reach::width &&
+           sources[last].group == sources[first].group) {
+      ++last;
+    }
+    passes.emplace_back(first, last);
+    first = last;
+  }
   return passes;
 }
 
