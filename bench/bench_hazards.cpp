@@ -5,7 +5,9 @@
 //  - validate: the same edges, and declarations, checked (the default once anything declares);
 //  - infer:    declarations only, the edges inferred;
 //  - off:      declarations and edges, Hazards::off (the cost of recording declarations).
-// Configurations alternate trial by trial; medians of 7. With --nearby, memory is reused
+// Configurations alternate trial by trial; medians of 7. Times are wall clock, and the
+// analysis's ratio is given again in this thread's CPU time ("x edges cpu"), which a machine
+// shared with other work disturbs less. With --nearby, memory is reused
 // nearby instead, as in pipelines and frame loops: a buffer per 10 commands, each command
 // touching one of the 100 after its tenth (every buffer within 1,000 commands), so the
 // conflicting pairs and how far they reach stay the same per command at every size.
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <random>
 #include <string_view>
+#include <ctime>
 #include <vector>
 
 using namespace cmdgraph;
@@ -61,9 +64,16 @@ const char* to_string(Config c) {
 }
 
 struct Trial {
-  double record_ms, compile_ms;
+  double record_ms, compile_ms, cpu_ms;
   ExecutableStats stats;
 };
+
+// This thread's CPU time, in milliseconds.
+double cpu_now() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
 
 Trial run(Config config, const std::vector<std::vector<Touch>>& program,
           const std::vector<Buffer<float>>& buffers) {
@@ -72,6 +82,7 @@ Trial run(Config config, const std::vector<std::vector<Touch>>& program,
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   const bool declare = config != Config::edges, edges = config != Config::infer;
+  const double cpu_start = cpu_now();
   const auto start = clock::now();
   CommandBuffer cmd("bench_hazards");
   std::vector<Command> last(buffers.size());  // the last command that touched each buffer
@@ -90,7 +101,8 @@ Trial run(Config config, const std::vector<std::vector<Touch>>& program,
                                                   : Hazards::automatic;
   Executable exe = compile(cmd, Device::host(), {.hazards = hazards});
   const auto compiled = clock::now();
-  return {ms(start, recorded), ms(recorded, compiled), exe.stats()};
+  const double cpu = cpu_now() - cpu_start;
+  return {ms(start, recorded), ms(recorded, compiled), cpu, exe.stats()};
 }
 
 double median(std::vector<double> v) {
@@ -112,31 +124,33 @@ int main(int argc, char** argv) {
   }
   if (sizes.empty()) sizes = {10'000, 100'000};
 
-  std::printf("%9s %-9s %10s %11s %10s %9s %9s %9s %9s\n", "commands", "config", "record ms",
-              "compile ms", "total ms", "x edges", "edges", "inferred", "checked");
+  std::printf("%9s %-9s %10s %11s %10s %9s %9s %12s %9s %9s %9s\n", "commands", "config",
+              "record ms", "compile ms", "total ms", "x edges", "cpu ms", "x edges cpu", "edges",
+              "inferred", "checked");
   const Config configs[] = {Config::edges, Config::validate, Config::infer, Config::off};
   for (const std::size_t n : sizes) {
     const std::size_t buffer_count = nearby ? std::max<std::size_t>(100, n / 10) : 1000;
     std::vector<Buffer<float>> buffers;
     for (std::size_t b = 0; b < buffer_count; ++b) buffers.emplace_back(Device::host(), buffer_size);
     const auto program = random_program(n, buffer_count, nearby, 14);
-    std::vector<double> record[4], compile[4];
+    std::vector<double> record[4], compile[4], cpu[4];
     ExecutableStats stats[4];
     for (int trial = 0; trial < 7; ++trial) {
       for (int c = 0; c < 4; ++c) {
         const Trial t = run(configs[c], program, buffers);
         record[c].push_back(t.record_ms);
         compile[c].push_back(t.compile_ms);
+        cpu[c].push_back(t.cpu_ms);
         stats[c] = t.stats;
       }
     }
-    const double base = median(record[0]) + median(compile[0]);
+    const double base = median(record[0]) + median(compile[0]), cpu_base = median(cpu[0]);
     for (int c = 0; c < 4; ++c) {
       const double total = median(record[c]) + median(compile[c]);
-      std::printf("%9zu %-9s %10.2f %11.2f %10.2f %8.3fx %9zu %9zu %9zu\n", n,
+      std::printf("%9zu %-9s %10.2f %11.2f %10.2f %8.3fx %9.2f %11.3fx %9zu %9zu %9zu\n", n,
                   to_string(configs[c]), median(record[c]), median(compile[c]), total,
-                  total / base, stats[c].edges_reduced, stats[c].edges_inferred,
-                  stats[c].pairs_validated);
+                  total / base, median(cpu[c]), median(cpu[c]) / cpu_base,
+                  stats[c].edges_reduced, stats[c].edges_inferred, stats[c].pairs_validated);
     }
   }
   return 0;

@@ -101,16 +101,16 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
     out << "];\n";
   }
   // Inferred edges (Hazards::infer) are dashed and labelled with the memory they order.
-  std::map<std::pair<std::uint32_t, std::uint32_t>, const std::string*> inferred;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> inferred;
   for (const InferredEdge& e : plan.hazards.inferred) {
-    inferred.emplace(std::pair(e.edge.parent, e.edge.child), &e.memory);
+    inferred.emplace(std::pair(e.edge.parent, e.edge.child), memory_of(plan, e));
   }
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     for (std::uint32_t k : plan.children[c]) {
       std::vector<std::string> attributes;
       if (critical_edges.count({c, k})) attributes.emplace_back("color=red, penwidth=2");
       if (const auto it = inferred.find({c, k}); it != inferred.end()) {
-        attributes.push_back("style=dashed, label=\"" + escaped(*it->second) + "\"");
+        attributes.push_back("style=dashed, label=\"" + escaped(it->second) + "\"");
       }
       // Programmatic edges: the child may launch while the parent runs.
       if (plan.is_programmatic(c, k)) {

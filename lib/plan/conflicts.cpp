@@ -3,6 +3,7 @@
 #include "plan/hazards.hpp"
 
 #include "plan/plan.hpp"
+#include "plan/radix_sort.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -14,25 +15,27 @@ namespace {
 
 struct Toucher {
   std::uint32_t command, access;
-  std::uint64_t key() const noexcept { return (std::uint64_t{command} << 32) | access; }
 };
 
 constexpr std::uint32_t none = ~0u;
 
 // A maximal range of bytes touched alike so far: its last writer and the readers since, the
-// newest first in a list shared with the segments split from the same one.
+// newest first in a list shared with the segments split from the same one. Accesses are
+// named by their index among the visits.
 struct Segment {
   std::uintptr_t begin, end;
-  Toucher writer{none, 0};
+  std::uint32_t writer = none;
   std::uint32_t readers = none;  // index of the newest in Sweep::readers_, or none
 };
 
 // One access to sweep: who, where, and its place in the sweep (conflicts come out by it).
+// What the sweep reads of an access is copied here: looking it up again in its command's
+// list, in cluster order, missed the cache at every access.
 struct Visit {
   Toucher toucher;
   std::uintptr_t begin, end;
   std::uint32_t cluster;
-  std::uint32_t step;  // position among every access visited
+  bool writes;
 };
 
 // The accesses in groups of overlapping ones (a cluster: a connected run of byte ranges),
@@ -40,31 +43,42 @@ struct Visit {
 // is swept on its own, with a short sorted vector of segments instead of one map over all.
 std::vector<Visit> clustered(const AccessLists& access, const std::vector<std::uint32_t>& sequence) {
   std::vector<Visit> visits;
+  visits.reserve(2 * sequence.size());
   for (std::uint32_t c : sequence) {
-    for (std::uint32_t a = 0; a < access[c].size(); ++a) {
-      const MemoryAccess& x = access[c][a];
+    const std::vector<MemoryAccess>& list = access[c];
+    for (std::uint32_t a = 0; a < list.size(); ++a) {
+      const MemoryAccess& x = list[a];
       if (x.begin < x.end) {
-        visits.push_back({{c, a}, x.begin, x.end, 0, static_cast<std::uint32_t>(visits.size())});
+        visits.push_back({{c, a}, x.begin, x.end, 0, x.writes()});
       }
     }
   }
-  std::vector<std::pair<std::uintptr_t, std::uint32_t>> by_begin(visits.size());
-  for (std::uint32_t i = 0; i < by_begin.size(); ++i) by_begin[i] = {visits[i].begin, i};
-  std::sort(by_begin.begin(), by_begin.end());
+  // By address, carrying the ends along: reading them back from the visits in address order
+  // would jump about the whole array.
+  struct Range {
+    std::uintptr_t begin, end;
+    std::uint32_t visit;
+  };
+  std::vector<Range> by_begin(visits.size());
+  for (std::uint32_t i = 0; i < by_begin.size(); ++i) by_begin[i] = {visits[i].begin, visits[i].end, i};
+  radix_sort(by_begin, [](const Range& x) { return std::uint64_t{x.begin}; });
+  std::vector<std::uint32_t> cluster_of(visits.size());
   std::uint32_t cluster = 0;
   std::uintptr_t reach = 0;
   for (std::size_t i = 0; i < by_begin.size(); ++i) {
-    Visit& x = visits[by_begin[i].second];
-    if (i > 0 && x.begin >= reach) ++cluster;
-    reach = i == 0 ? x.end : std::max(reach, x.end);
-    x.cluster = cluster;
+    if (i > 0 && by_begin[i].begin >= reach) ++cluster;
+    reach = i == 0 ? by_begin[i].end : std::max(reach, by_begin[i].end);
+    cluster_of[by_begin[i].visit] = cluster;
   }
   // By cluster, each in sweep order (a counting sort: clusters are numbered densely).
   std::vector<std::uint32_t> starts(cluster + 2, 0);
-  for (const Visit& v : visits) ++starts[v.cluster + 1];
+  for (const std::uint32_t k : cluster_of) ++starts[k + 1];
   for (std::size_t k = 1; k < starts.size(); ++k) starts[k] += starts[k - 1];
   std::vector<Visit> grouped(visits.size());
-  for (const Visit& v : visits) grouped[starts[v.cluster]++] = v;
+  for (std::uint32_t i = 0; i < visits.size(); ++i) {
+    Visit& v = grouped[starts[cluster_of[i]]++] = visits[i];
+    v.cluster = cluster_of[i];
+  }
   return grouped;
 }
 
@@ -82,8 +96,16 @@ class SegmentVector {
     return {first, std::partition_point(first, segments_.end(),
                                         [&](const Segment& s) { return s.begin < end; })};
   }
+  // Moves the segments after `last` once (an erase then an insert moved them twice).
   void replace(iterator first, iterator last, const std::vector<Segment>& pieces) {
-    segments_.insert(segments_.erase(first, last), pieces.begin(), pieces.end());
+    const auto at = first - segments_.begin();
+    const auto had = last - first, has = static_cast<std::ptrdiff_t>(pieces.size());
+    if (has > had) {
+      segments_.insert(last, static_cast<std::size_t>(has - had), Segment{});
+    } else if (has < had) {
+      segments_.erase(first + has, last);
+    }
+    std::copy(pieces.begin(), pieces.end(), segments_.begin() + at);
   }
 
  private:
@@ -112,8 +134,7 @@ class SegmentMap {
 // The sweep of one cluster at a time.
 class Sweep {
  public:
-  explicit Sweep(const AccessLists& access) : access_(access) {}
-
+  explicit Sweep(const std::vector<Visit>& visits) : visits_(visits), slot_(visits.size(), none) {}
   // Clusters of more accesses than this keep their segments in a map.
   static constexpr std::size_t small_cluster = 256;
 
@@ -123,18 +144,19 @@ class Sweep {
     readers_.clear();
   }
 
-  void touch(Toucher t, std::vector<Conflict>& out) {
-    small_ ? touch(vector_, t, out) : touch(map_, t, out);
+  // Visit number `v` (an index into the visits).
+  void touch(std::uint32_t v, std::vector<Conflict>& out) {
+    small_ ? touch(vector_, v, out) : touch(map_, v, out);
   }
 
  private:
 
-  // Appends every conflict of access t with what came before it in its cluster, one per
+  // Appends every conflict of access x with what came before it in its cluster, one per
   // earlier access (the segments a pair meets merged into one range) in the order they are
-  // first met, then records what t touches.
+  // first met, then records what x touches.
   template <class Segments>
-  void touch(Segments& segments, Toucher t, std::vector<Conflict>& out) {
-    const MemoryAccess& x = access_[t.command][t.access];
+  void touch(Segments& segments, std::uint32_t v, std::vector<Conflict>& out) {
+    const Visit& x = visits_[v];
     // The segments [first, last) overlap x; pieces_ gets what replaces them.
     const auto [first, last] = segments.overlapping(x.begin, x.end);
     pieces_.clear();
@@ -146,46 +168,57 @@ class Sweep {
     std::uintptr_t at = x.begin;
     for (auto it = first;; ++it) {
       const std::uintptr_t next = it == last ? x.end : std::max(Segments::at(it).begin, x.begin);
-      if (at < next) visit_part(t, x, Segment{at, next});  // untouched bytes
+      if (at < next) visit_part(v, Segment{at, next});  // untouched bytes
       if (it == last) break;
       Segment part = Segments::at(it);
       part.begin = std::max(part.begin, x.begin);
       part.end = std::min(part.end, x.end);
       at = part.end;
-      visit_part(t, x, part);
+      visit_part(v, part);
     }
     if (first != last && Segments::at(std::prev(last)).end > x.end) {
       pieces_.push_back(Segments::at(std::prev(last)));
       pieces_.back().begin = x.end;
     }
     // A write leaves one state over its whole range: one segment, so ranges do not splinter.
-    if (x.writes()) {
+    if (x.writes) {
       const auto after = std::find_if(pieces_.begin(), pieces_.end(),
                                       [&](const Segment& s) { return s.begin >= x.end; });
-      pieces_.insert(after, Segment{x.begin, x.end, t});
+      pieces_.insert(after, Segment{x.begin, x.end, v});
     }
     segments.replace(first, last, pieces_);
-    emit(t, out);
+    emit(x.toucher, out);
   }
 
   // The part of x over one segment's bytes: its conflicts, and (for a read) the segment as x
   // leaves it.
-  void visit_part(Toucher t, const MemoryAccess& x, Segment part) {
-    const auto conflict = [&](Toucher earlier) {
-      if (earlier.command != t.command) met_.push_back({earlier, part.begin, part.end});
+  void visit_part(std::uint32_t v, Segment part) {
+    const Visit& x = visits_[v];
+    // One Met per earlier access: slot_ finds the one met already (emit clears it).
+    const auto conflict = [&](std::uint32_t earlier) {
+      if (visits_[earlier].toucher.command == x.toucher.command) return;
+      std::uint32_t& slot = slot_[earlier];
+      if (slot == none) {
+        slot = static_cast<std::uint32_t>(met_.size());
+        met_.push_back({earlier, part.begin, part.end});
+      } else {
+        met_[slot].begin = std::min(met_[slot].begin, part.begin);
+        met_[slot].end = std::max(met_[slot].end, part.end);
+      }
     };
     // A write after reads needs no pair with the writer before them: it is ordered after the
     // readers, and they after that writer.
-    if (part.writer.command != none && !(x.writes() && part.readers != none)) {
+    if (part.writer != none && !(x.writes && part.readers != none)) {
       conflict(part.writer);
     }
-    if (x.writes()) {
+    if (x.writes) {
       for (std::uint32_t r = part.readers; r != none; r = readers_[r].next) {
         conflict(readers_[r].reader);
       }
     } else {
-      if (part.readers == none || readers_[part.readers].reader.command != t.command) {
-        readers_.push_back({t, part.readers});
+      if (part.readers == none ||
+          visits_[readers_[part.readers].reader].toucher.command != x.toucher.command) {
+        readers_.push_back({v, part.readers});
         part.readers = static_cast<std::uint32_t>(readers_.size() - 1);
       }
       pieces_.push_back(part);
@@ -194,38 +227,25 @@ class Sweep {
 
   // The conflicts met, one per earlier access (its ranges merged), in the order first met.
   void emit(Toucher t, std::vector<Conflict>& out) {
-    for (std::uint32_t i = 0; i < met_.size(); ++i) met_[i].order = i;
-    std::sort(met_.begin(), met_.end(), [](const Met& a, const Met& b) {
-      return std::pair(a.earlier.key(), a.order) < std::pair(b.earlier.key(), b.order);
-    });
-    std::size_t merged = 0;
-    for (std::size_t i = 0; i < met_.size(); ++i) {
-      if (merged > 0 && met_[merged - 1].earlier.key() == met_[i].earlier.key()) {
-        met_[merged - 1].begin = std::min(met_[merged - 1].begin, met_[i].begin);
-        met_[merged - 1].end = std::max(met_[merged - 1].end, met_[i].end);
-      } else {
-        met_[merged++] = met_[i];
-      }
-    }
-    met_.resize(merged);
-    std::sort(met_.begin(), met_.end(), [](const Met& a, const Met& b) { return a.order < b.order; });
     for (const Met& m : met_) {
-      out.push_back({m.earlier.command, t.command, m.earlier.access, t.access, m.begin, m.end});
+      const Toucher earlier = visits_[m.earlier].toucher;
+      out.push_back({earlier.command, t.command, earlier.access, t.access, m.begin, m.end});
+      slot_[m.earlier] = none;
     }
   }
 
   struct Met {
-    Toucher earlier;
+    std::uint32_t earlier;  // a visit
     std::uintptr_t begin, end;
-    std::uint32_t order = 0;
   };
 
-  const AccessLists& access_;
   struct Reader {
-    Toucher reader;
+    std::uint32_t reader;  // a visit
     std::uint32_t next;  // the reader before it, or none
   };
 
+  const std::vector<Visit>& visits_;
+  std::vector<std::uint32_t> slot_;  // by visit: its index in met_ while met, else none
   bool small_ = true;
   SegmentVector vector_;           // the segments, by first byte, never overlapping,
   SegmentMap map_;                 // in one of these
@@ -243,25 +263,26 @@ const std::vector<MemoryAccess>& AccessLists::operator[](std::uint32_t c) const 
 
 std::vector<Conflict> immediate_conflicts(const AccessLists& access,
                                           const std::vector<std::uint32_t>& sequence) {
-  Sweep sweep(access);
   const std::vector<Visit> visits = clustered(access, sequence);
+  Sweep sweep(visits);
   std::vector<Conflict> found;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> found_at(visits.size());  // by step
+  found.reserve(visits.size() + visits.size() / 2);
   for (std::size_t i = 0; i < visits.size(); ++i) {
     if (i == 0 || visits[i].cluster != visits[i - 1].cluster) {
       std::size_t size = 1;
       while (i + size < visits.size() && visits[i + size].cluster == visits[i].cluster) ++size;
       sweep.start_cluster(size);
     }
-    const auto before = static_cast<std::uint32_t>(found.size());
-    sweep.touch(visits[i].toucher, found);
-    found_at[visits[i].step] = {before, static_cast<std::uint32_t>(found.size())};
+    sweep.touch(static_cast<std::uint32_t>(i), found);
   }
-  // In sweep order again: each access's conflicts in the order it met them.
-  std::vector<Conflict> out;
-  out.reserve(found.size());
-  for (const auto& [from, to] : found_at) out.insert(out.end(), found.begin() + from, found.begin() + to);
-  return out;
+  return found;
+}
+
+void in_sweep_order(std::vector<Conflict>& conflicts, const std::vector<std::uint32_t>& sequence) {
+  std::vector<std::uint32_t> place(sequence.size());
+  for (std::uint32_t i = 0; i < sequence.size(); ++i) place[sequence[i]] = i;
+  radix_sort(conflicts, [](const Conflict& k) { return std::uint64_t{k.second_access}; });
+  radix_sort(conflicts, [&](const Conflict& k) { return std::uint64_t{place[k.second]}; });
 }
 
 }  // namespace cmdgraph::detail

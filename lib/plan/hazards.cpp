@@ -3,6 +3,7 @@
 #include "plan/hazards.hpp"
 
 #include "plan/plan.hpp"
+#include "plan/radix_sort.hpp"
 #include "plan/reach.hpp"
 
 #include <cmdgraph/error.hpp>
@@ -97,6 +98,18 @@ std::string describe(const Plan& plan, const AccessLists& access, const Conflict
 
 std::vector<std::uint32_t> validation_order(const Plan& plan) {
   const std::size_t n = plan.size();
+  // Where every edge runs forward in recording order (as recorded edges mostly do, and
+  // inferred ones always), recording order is the order sought: each command is ready once
+  // those before it are placed, and it is the earliest recorded of the ready ones.
+  bool forward = true;
+  for (std::uint32_t c = 0; c < n && forward; ++c) {
+    for (const std::uint32_t k : plan.children[c]) forward = forward && c < k;
+  }
+  if (forward) {
+    std::vector<std::uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    return order;
+  }
   std::vector<std::uint32_t> waiting(n);
   std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
   for (std::uint32_t c = 0; c < n; ++c) {
@@ -114,6 +127,10 @@ std::vector<std::uint32_t> validation_order(const Plan& plan) {
     }
   }
   return order;
+}
+
+std::string memory_of(const Plan& plan, const InferredEdge& e) {
+  return plan.command(e.edge.parent).access[e.access].name();
 }
 
 const char* hazard_kind(const MemoryAccess& first, const MemoryAccess& second) noexcept {
@@ -149,16 +166,22 @@ void infer_edges(Plan& plan) {
   const std::vector<Edge>& recorded = plan.edges;  // sorted and distinct
   // Each new edge, with the first conflict that asks for it (which names its memory).
   std::vector<std::pair<Edge, std::uint32_t>> wanted;
+  wanted.reserve(conflicts.size());
   for (std::uint32_t i = 0; i < conflicts.size(); ++i) {
     const Edge e{conflicts[i].first, conflicts[i].second};
     if (!std::binary_search(recorded.begin(), recorded.end(), e)) wanted.emplace_back(e, i);
   }
-  std::sort(wanted.begin(), wanted.end());
+  // By edge, and for each edge the conflict the sweep met first: of the second command's
+  // accesses the first (a command's conflicts come access by access), and of that access's
+  // conflicts the first (they come in the order it met them).
+  const std::uint64_t n = plan.size();
+  radix_sort(wanted, [&](const auto& w) { return std::uint64_t{conflicts[w.second].second_access}; });
+  radix_sort(wanted, [n](const auto& w) { return w.first.parent * n + w.first.child; });
   std::vector<InferredEdge>& inferred = plan.hazards.inferred;
+  inferred.reserve(wanted.size());
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     if (i > 0 && wanted[i].first == wanted[i - 1].first) continue;
-    const Conflict& k = conflicts[wanted[i].second];
-    inferred.push_back({wanted[i].first, plan.command(k.first).access[k.first_access].name()});
+    inferred.push_back({wanted[i].first, conflicts[wanted[i].second].first_access});
   }
   const auto recorded_count = static_cast<std::ptrdiff_t>(plan.edges.size());
   for (const InferredEdge& e : inferred) plan.edges.push_back(e.edge);
@@ -191,33 +214,51 @@ Validation check_edges(const Plan& plan, const AccessLists& access) {
   std::vector<bool> needed(plan.children.edges(), false);
   std::vector<std::uint32_t> bit_of(n, Reach::no_bit);
   std::vector<Reach> forward, backward;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> ends;  // ordered: second's rank, bit
+  // The pass's questions by their second command's row (a counting sort): answered walking
+  // the rows in order, which reads each row once, and the ordered ones kept (else `none`)
+  // for the backward walk.
+  constexpr std::uint32_t none = ~0u;
+  std::vector<std::uint32_t> row_start, at_row;
   in_passes(questions, rank, bit_of, [&](const std::vector<std::uint32_t>& ids,
                                          std::uint32_t lo, std::uint32_t hi) {
+    row_start.assign(hi - lo + 2, 0);
+    for (const std::uint32_t i : ids) ++row_start[rank[questions[i].child] - lo + 1];
+    for (std::uint32_t r = 0; r <= hi - lo; ++r) row_start[r + 1] += row_start[r];
+    at_row.resize(ids.size());
+    for (const std::uint32_t i : ids) at_row[row_start[rank[questions[i].child] - lo]++] = i;
+    for (std::uint32_t r = hi - lo + 1; r > 0; --r) row_start[r] = row_start[r - 1];
+    row_start[0] = 0;
+
     reach_forward(order, rank, lo, hi, bit_of, plan.parents, forward);
-    ends.clear();
-    for (const std::uint32_t i : ids) {
-      const auto [u, v] = questions[i];
-      if (forward[rank[v] - lo].test(bit_of[u])) {
-        ++result.validated;
-        ends.emplace_back(rank[v], bit_of[u]);
-      } else {
-        result.unordered.push_back(conflicts[i]);
+    for (std::uint32_t r = 0; r <= hi - lo; ++r) {
+      for (std::uint32_t k = row_start[r]; k < row_start[r + 1]; ++k) {
+        if (forward[r].test(bit_of[questions[at_row[k]].parent])) {
+          ++result.validated;
+        } else {
+          result.unordered.push_back(conflicts[at_row[k]]);
+          at_row[k] = none;
+        }
       }
     }
-    std::sort(ends.begin(), ends.end(), std::greater<>());
     if (backward.size() < hi - lo + 1) backward.resize(hi - lo + 1);
-    auto next_end = ends.begin();
+    // Rows no source of the pass reaches are skipped: neither can their ancestors be
+    // reached, so no row that is computed reads theirs.
     for (std::uint32_t r = hi + 1; r-- > lo;) {
+      if (forward[r - lo].empty()) continue;
       const std::uint32_t v = order[r];
       Reach& row = backward[r - lo] = Reach{};
-      for (; next_end != ends.end() && next_end->first == r; ++next_end) row.set(next_end->second);
+      for (std::uint32_t k = row_start[r - lo]; k < row_start[r - lo + 1]; ++k) {
+        if (at_row[k] != none) row.set(bit_of[questions[at_row[k]].parent]);
+      }
       const auto children = plan.children[v];
+      const std::size_t first_edge = plan.children.first_edge(v);
       for (std::size_t e = 0; e < children.size(); ++e) {
         const std::uint32_t c = rank[children[e]];
         if (c > hi) continue;
         row |= backward[c - lo];
-        if (forward[r - lo].meets(backward[c - lo])) needed[plan.children.first_edge(v) + e] = true;
+        if (!needed[first_edge + e] && forward[r - lo].meets(backward[c - lo])) {
+          needed[first_edge + e] = true;
+        }
       }
     }
   });
@@ -305,7 +346,9 @@ void check_changed_access(const Plan& plan, std::uint32_t c, std::vector<MemoryA
   } else if (plan.hazards.applied == Hazards::infer) {
     std::vector<std::uint32_t> recording_order(plan.size());
     std::iota(recording_order.begin(), recording_order.end(), 0u);
-    for (const Conflict& k : immediate_conflicts(changed, recording_order)) {
+    std::vector<Conflict> conflicts = immediate_conflicts(changed, recording_order);
+    in_sweep_order(conflicts, recording_order);
+    for (const Conflict& k : conflicts) {
       if (!std::binary_search(plan.edges.begin(), plan.edges.end(), Edge{k.first, k.second})) {
         throw Error(errc::update_refused,
                     who + ": what it touches then needs an edge the inferred ones lack ('" +

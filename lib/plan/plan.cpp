@@ -22,12 +22,12 @@ std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {
   return sorted;
 }
 
-// The memory an edge Hazards::infer added orders, or null for a recorded edge.
-const std::string* inferred_memory(const Plan& plan, Edge e) {
+// The edge Hazards::infer added as `e`, or null for a recorded edge.
+const InferredEdge* inferred_edge(const Plan& plan, Edge e) {
   const auto& inferred = plan.hazards.inferred;
   const auto it = std::lower_bound(inferred.begin(), inferred.end(), e,
                                    [](const InferredEdge& a, const Edge& b) { return a.edge < b; });
-  return it != inferred.end() && it->edge == e ? &it->memory : nullptr;
+  return it != inferred.end() && it->edge == e ? &*it : nullptr;
 }
 
 [[noreturn]] void report_cycle(const Plan& plan, const std::vector<std::uint32_t>& cycle) {
@@ -36,9 +36,9 @@ const std::string* inferred_memory(const Plan& plan, Edge e) {
   bool inferred = false;
   for (std::size_t i = 0; i < cycle.size(); ++i) {
     names.push_back(plan.name(cycle[i]));
-    const std::string* memory = inferred_memory(plan, {cycle[i], cycle[(i + 1) % cycle.size()]});
-    path += "'" + names.back() + (memory ? "' -[" + *memory + "]-> " : "' -> ");
-    inferred = inferred || memory;
+    const InferredEdge* edge = inferred_edge(plan, {cycle[i], cycle[(i + 1) % cycle.size()]});
+    path += "'" + names.back() + (edge ? "' -[" + memory_of(plan, *edge) + "]-> " : "' -> ");
+    inferred = inferred || edge;
   }
   path += "'" + names.front() + "'";
   if (inferred) path += " (-[memory]-> is an edge inferred from access to that memory)";
