@@ -114,7 +114,7 @@ struct CompileOptions {
   /// programmatic_safe()) as programmatic dependent launches; false makes them full edges.
   bool programmatic_edges = true;
   /// The edges the cuda_graph backend adds to make CUDA's launch cheap (see GraphShape).
-  GraphShape shape = GraphShape::automatic();
+  GraphShape shape = GraphShape::off();
 };
 
 /// What write_dot draws besides commands and the edges kept by the transitive reduction.

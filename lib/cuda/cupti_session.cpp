@@ -258,7 +258,7 @@ void Session::open(std::uint32_t correlation, const std::shared_ptr<LaunchRecord
 }
 
 std::string Session::collect(bool on) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(collect_mutex_);
   const int before = collecting_;
   collecting_ += on ? 1 : -1;
   if ((before == 0) != on) return {};  // already on, or others still collect
@@ -302,7 +302,7 @@ std::vector<Record> Session::unclaimed(std::uint64_t from) const {
 }
 
 int Session::collecting() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(collect_mutex_);
   return collecting_;
 }
 

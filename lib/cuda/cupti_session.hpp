@@ -120,10 +120,13 @@ class Session {
   void open(std::uint32_t correlation, const std::shared_ptr<LaunchRecords>& into);
   std::string collect(bool on);
 
-  mutable std::mutex mutex_;
+  mutable std::mutex mutex_;  // what CUPTI's buffer callbacks route: launches, losses
   std::vector<std::pair<std::uint32_t, std::weak_ptr<LaunchRecords>>> launches_;
-  int collecting_ = 0;
   Lost lost_;
+  // Switching collection: never held with mutex_, since switching it off can wait for
+  // CUPTI's thread, which may be routing records under mutex_ (run 53 hung there).
+  mutable std::mutex collect_mutex_;
+  int collecting_ = 0;
   std::deque<Record> unclaimed_;  // the latest, oldest first
 };
 

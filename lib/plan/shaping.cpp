@@ -18,6 +18,12 @@ std::uint32_t weight(const Plan& plan, std::uint32_t c) {
   return schedule_weight(plan.kind(c)) > 0 ? 1 : 0;
 }
 
+// Whether `c` takes a lane. A command with a priority of its own keeps exactly its recorded
+// edges: a lane would order it behind other work (an urgent probe behind a low-priority load).
+bool takes_lane(const Plan& plan, std::uint32_t c) {
+  return weight(plan, c) && !plan.command(c).hints.priority;
+}
+
 // Each command's earliest start with as many lanes as it takes, every weighted command one unit.
 std::vector<std::uint32_t> earliest_starts(const Plan& plan) {
   std::vector<std::uint32_t> start(plan.size(), 0);
@@ -65,8 +71,8 @@ std::vector<Edge> lane_edges(const Plan& plan, const std::vector<std::uint32_t>&
   for (std::uint32_t c : order) {
     std::uint64_t ready = 0;
     for (std::uint32_t p : plan.parents[c]) ready = std::max(ready, finish[p]);
-    if (!weight(plan, c)) {
-      finish[c] = ready;
+    if (!takes_lane(plan, c)) {
+      finish[c] = ready + weight(plan, c);
       continue;
     }
     // A parent that is last on its lane, free by now: follow it there (no edge to add).

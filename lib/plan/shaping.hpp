@@ -31,8 +31,8 @@ struct GraphShaping {
 /// goes to the lane of a parent it directly follows when that lane is free, else to the lane
 /// idle longest, and gets an edge from the command before it there. The plan's reduced edges
 /// and those lane edges are then reduced again, so every plan edge is still implied and the
-/// result has no cycle. Commands of weight 0 (barriers, events) take no lane. Unshaped when
-/// the lanes add no edge. \pre shape is automatic() or lanes(n) with n >= 1, or off().
+/// result has no cycle. Commands of weight 0 (barriers, events) and commands with a priority of
+/// their own take no lane. Unshaped when the lanes add no edge. \pre shape is automatic() or lanes(n) with n >= 1, or off().
 GraphShaping shape_graph(const Plan& plan, GraphShape shape);
 
 }  // namespace cmdgraph::detail

@@ -113,6 +113,17 @@ __global__ void busy(long long cycles) {
   }
 }
 
+/// Busy for about `ns` nanoseconds of the GPU's global timer in every thread: a length in time
+/// whatever clock the SMs run at (counting cycles, a kernel runs longer on a GPU still at a low
+/// clock after idling).
+__global__ void busy_ns(long long ns) {
+  long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
 /// Adds 1 to *counter.
 __global__ void increment(int* counter) { atomicAdd(counter, 1); }
 

@@ -27,13 +27,13 @@ using cmdgraph::detail::cuda::CuptiFaultInjection;
 TEST_CASE("cuda.cupti.sampling_profiles_one_launch_in_n" * doctest::timeout(120)) {
   const Device gpu = Device::cuda(0);
   CommandBuffer cmd("sampled");
-  auto k = cmd.launch(&busy, LaunchConfig{{1}, {32}}, 10 * cycles_per_us).named("k");
+  auto k = cmd.launch(&busy_ns, LaunchConfig{{1}, {32}}, 10'000LL).named("k");
   Executable exe = traced(cmd, gpu, 3);
   Queue q(gpu);
   std::vector<std::uint64_t> seen;
   std::map<std::uint64_t, double> duration;  // per profiled launch
   for (int i = 0; i < 10; ++i) {
-    exe.update(k, (i + 1) * 10 * cycles_per_us);
+    exe.update(k, (i + 1) * 10'000LL);  // ns
     exe.launch(q).wait();
     const Profile p = exe.last_profile();
     INFO("after launch " << i << ": " << report());
@@ -61,7 +61,7 @@ TEST_CASE("cuda.profile.sampling_with_events_on_every_backend" * doctest::timeou
   const Device gpu = Device::cuda(0);
   CMDGRAPH_EACH_CUDA_BACKEND(backend) {
     CommandBuffer cmd("sampled");
-    auto k = cmd.launch(&busy, LaunchConfig{{1}, {32}}, 10 * cycles_per_us).named("k");
+    auto k = cmd.launch(&busy_ns, LaunchConfig{{1}, {32}}, 10'000LL).named("k");
     Executable exe = compile(cmd, gpu, {.backend = backend, .profile = ProfileMode::events,
                                         .profile_every = 3});
     CHECK(exe.stats().profile_mode == ProfileMode::events);
@@ -69,7 +69,7 @@ TEST_CASE("cuda.profile.sampling_with_events_on_every_backend" * doctest::timeou
     std::vector<std::uint64_t> seen;
     std::map<std::uint64_t, double> duration;
     for (int i = 0; i < 10; ++i) {
-      exe.update(k, (i + 1) * 10 * cycles_per_us);
+      exe.update(k, (i + 1) * 10'000LL);  // ns
       exe.launch(i % 2 ? q : other).wait();  // across queues too
       const Profile p = exe.last_profile();
       seen.push_back(p.launch);

@@ -172,3 +172,25 @@ TEST_CASE("plan.shaping.lanes_zero_is_refused" * doctest::timeout(30)) {
   CHECK_THROWS_AS(compile(cmd, Device::host(), {.shape = GraphShape::lanes(0)}), Error);
   CHECK_NOTHROW(compile(cmd, Device::host(), {.shape = GraphShape::off()}));
 }
+
+TEST_CASE("plan.shaping.prioritised_commands_keep_their_own_edges" * doctest::timeout(30)) {
+  // clear -> {load, hold}; hold -> {probe0, probe1}: two lanes would put a probe after the
+  // load, behind work it never depended on; probe1 has a priority of its own and keeps hold.
+  CommandBuffer cmd("mixed");
+  auto clear = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 0);
+  cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 1).after(clear).priority(Priority::low);
+  auto hold = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 2).after(clear);
+  auto probe0 = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 3).after(hold);
+  auto probe1 = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 4).after(hold)
+                    .priority(Priority::high);
+  const auto plan = detail::build_plan(*detail::recording_of(cmd));
+  for (const GraphShape shape : {GraphShape::automatic(), GraphShape::lanes(2)}) {
+    const GraphShaping s = detail::shape_graph(*plan, shape);
+    CAPTURE(s.reason);
+    const auto& parents = s.shaped() ? s.parents : plan->parents;
+    CHECK(std::vector<std::uint32_t>(parents[probe1.index()].begin(),
+                                     parents[probe1.index()].end()) ==
+          std::vector<std::uint32_t>{hold.index()});
+    CHECK(parents[probe0.index()].size() == 1);
+  }
+}

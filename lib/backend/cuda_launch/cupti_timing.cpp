@@ -270,6 +270,7 @@ Profile read_cupti_profile(const Plan& root, const CuptiLaunch& launch,
   if (const std::string error = launch.records->error(); !error.empty()) {
     throw Error(errc::cuda_error, "CUPTI did not trace " + launch_name + ": " + error);
   }
+  if (launch.profile) return *launch.profile;
   bool forced = false;
   std::size_t adopted = 0;
   const std::int64_t steady_to_cupti = session.steady_to_cupti();
@@ -302,6 +303,7 @@ Profile read_cupti_profile(const Plan& root, const CuptiLaunch& launch,
   p.unmeasured = without.size();
   keep_report(launch_name, launch, records, adopted, forced, unmatched, without,
               session.lost());
+  launch.profile = p;
   return p;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -82,6 +83,9 @@ struct CuptiLaunch {
   std::shared_ptr<const CuptiTiming> timing;
   std::shared_ptr<cuda::cupti::LaunchRecords> records =
       std::make_shared<cuda::cupti::LaunchRecords>();
+  /// The profile the first read made, which every later read returns: records that arrive
+  /// after it (another launch's, given this one's correlation id by CUPTI 13.0) change nothing.
+  mutable std::optional<Profile> profile;
 };
 
 /// CUPTI's ids of `timing`'s nodes, taken before instantiating (clones refer to them). Throws
