@@ -2,6 +2,7 @@
 // edges in recording order, validating the recorded ones in a topological order.
 #include "plan/hazards.hpp"
 
+#include "plan/pass_walk.hpp"
 #include "plan/plan.hpp"
 #include "plan/radix_sort.hpp"
 #include "plan/reach.hpp"
@@ -204,71 +205,24 @@ Validation check_edges(const Plan& plan, const AccessLists& access) {
   std::vector<std::uint32_t> rank(n);
   for (std::uint32_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
 
-  // Is each pair ordered? Forward from each pair's first command, in passes (plan/reach.hpp).
-  // Then backward from each ordered pair's second command (bit u: reaches a partner of u the
-  // pair with which is ordered): an edge whose parent has a bit forward that its child has
-  // backward lies on a path between such a pair, so it is needed.
+  // Is each pair ordered, and which edges lie on a path between an ordered pair? In passes
+  // (plan/reach.hpp).
   std::vector<Edge> questions;
   questions.reserve(conflicts.size());
   for (const Conflict& k : conflicts) questions.push_back({k.first, k.second});
-  std::vector<bool> needed(plan.children.edges(), false);
-  std::vector<std::uint32_t> bit_of(n, Reach::no_bit);
-  std::vector<Reach> forward, backward;
-  // The pass's questions by their second command's row (a counting sort): answered walking
-  // the rows in order, which reads each row once, and the ordered ones kept (else `none`)
-  // for the backward walk.
-  constexpr std::uint32_t none = ~0u;
-  std::vector<std::uint32_t> row_start, at_row;
+  std::vector<std::uint32_t> bit_of(n, Reach::no_bit), unordered;
+  PassWalk walk(plan, order, rank, questions, bit_of);
   in_passes(questions, rank, bit_of, [&](const std::vector<std::uint32_t>& ids,
                                          std::uint32_t lo, std::uint32_t hi) {
-    row_start.assign(hi - lo + 2, 0);
-    for (const std::uint32_t i : ids) ++row_start[rank[questions[i].child] - lo + 1];
-    for (std::uint32_t r = 0; r <= hi - lo; ++r) row_start[r + 1] += row_start[r];
-    at_row.resize(ids.size());
-    for (const std::uint32_t i : ids) at_row[row_start[rank[questions[i].child] - lo]++] = i;
-    for (std::uint32_t r = hi - lo + 1; r > 0; --r) row_start[r] = row_start[r - 1];
-    row_start[0] = 0;
-
-    reach_forward(order, rank, lo, hi, bit_of, plan.parents, forward);
-    for (std::uint32_t r = 0; r <= hi - lo; ++r) {
-      for (std::uint32_t k = row_start[r]; k < row_start[r + 1]; ++k) {
-        if (forward[r].test(bit_of[questions[at_row[k]].parent])) {
-          ++result.validated;
-        } else {
-          result.unordered.push_back(conflicts[at_row[k]]);
-          at_row[k] = none;
-        }
-      }
-    }
-    if (backward.size() < hi - lo + 1) backward.resize(hi - lo + 1);
-    // Rows no source of the pass reaches are skipped: neither can their ancestors be
-    // reached, so no row that is computed reads theirs.
-    for (std::uint32_t r = hi + 1; r-- > lo;) {
-      if (forward[r - lo].empty()) continue;
-      const std::uint32_t v = order[r];
-      Reach& row = backward[r - lo] = Reach{};
-      for (std::uint32_t k = row_start[r - lo]; k < row_start[r - lo + 1]; ++k) {
-        if (at_row[k] != none) row.set(bit_of[questions[at_row[k]].parent]);
-      }
-      const auto children = plan.children[v];
-      const std::size_t first_edge = plan.children.first_edge(v);
-      for (std::size_t e = 0; e < children.size(); ++e) {
-        const std::uint32_t c = rank[children[e]];
-        if (c > hi) continue;
-        row |= backward[c - lo];
-        if (!needed[first_edge + e] && forward[r - lo].meets(backward[c - lo])) {
-          needed[first_edge + e] = true;
-        }
-      }
-    }
+    result.validated += walk.run(ids, lo, hi, unordered);
   });
-  const std::vector<Conflict>& unordered = result.unordered;
+  for (const std::uint32_t i : unordered) result.unordered.push_back(conflicts[i]);
   if (!unordered.empty()) return result;
   for (std::uint32_t v = 0; v < n; ++v) {
     if (access[v].empty()) continue;
     const auto children = plan.children[v];
     for (std::size_t e = 0; e < children.size(); ++e) {
-      if (!needed[plan.children.first_edge(v) + e] && !access[children[e]].empty()) {
+      if (!walk.needed(plan.children.first_edge(v) + e) && !access[children[e]].empty()) {
         result.unneeded.push_back({v, children[e]});
       }
     }
