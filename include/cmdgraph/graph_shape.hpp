@@ -35,6 +35,7 @@ class GraphShape {
   /// The lanes lanes(n) asked for; 0 for off() and automatic().
   constexpr unsigned lane_count() const noexcept { return lanes_; }
 
+  /// True when both ask for the same shaping (and lane count).
   friend constexpr bool operator==(GraphShape, GraphShape) noexcept = default;
 
  private:
