@@ -14,8 +14,8 @@ class GraphShape {
  public:
   /// As many lanes as the plan's widest level has commands: counting each command as one unit
   /// of time, no command then starts later than without lanes, so a graph of kernels that run
-  /// about as long as each other replays no slower (on the H200: 0.69-0.96x of the unshaped
-  /// graph on random DAGs, launch host cost 0.17-0.40x). Kernels of very different lengths
+  /// about as long as each other replays no slower (on the H200: 0.69-0.96x of a hand-built
+  /// graph of random DAGs, launch host cost 0.17-0.40x). Kernels of very different lengths
   /// break that count: a short one may wait behind a long one. No shaping when it would add
   /// no edge. ExecutableStats::shape_reason says what it chose.
   static constexpr GraphShape automatic() noexcept { return GraphShape(Mode::automatic, 0); }
