@@ -212,7 +212,7 @@ TEST_CASE("cuda.nccl.a_group_failing_half_way_never_hangs" * doctest::timeout(30
     swap_once();
     const std::uint64_t total = FaultInjection::calls();
     FaultInjection::disarm();
-    std::size_t aborted = 0;
+    std::size_t aborted = 0, said = 0;
     for (std::uint64_t k = 1; k <= total; ++k) {
       CAPTURE(k);
       const auto start = std::chrono::steady_clock::now();
@@ -221,6 +221,11 @@ TEST_CASE("cuda.nccl.a_group_failing_half_way_never_hangs" * doctest::timeout(30
         swap_once();
       } catch (const Error& e) {
         for (const std::string& name : e.commands()) CHECK(name == "swap");
+        // A member refused: the error says the communicator was aborted, and it was.
+        if (std::string(e.what()).find("cannot be taken back") != std::string::npos) {
+          ++said;
+          CHECK(comm.aborted());
+        }
       }
       FaultInjection::disarm();
       TEST_CUDA(cudaDeviceSynchronize());
@@ -235,9 +240,11 @@ TEST_CASE("cuda.nccl.a_group_failing_half_way_never_hangs" * doctest::timeout(30
       swap_once();
       CHECK(download(b.view(), n) == download(a.view(), n));
     }
-    MESSAGE(std::string(to_string(backend)) << ": " << total << " calls, each failed once; " << aborted
-                               << " aborted the communicator");
+    MESSAGE(std::string(to_string(backend)) << ": " << total << " calls, each failed once; "
+                                           << aborted << " aborted the communicator, " << said
+                                           << " of them a member of the group refused");
     CHECK(aborted > 0);
+    CHECK(said > 0);
   }
 }
 
