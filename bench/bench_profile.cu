@@ -224,6 +224,34 @@ void CUPTIAPI probe_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, st
   std::free(buffer);
 }
 
+// The probe's variants, to tell what CUPTI itself costs from what cmdgraph adds: the kinds it
+// collects (kernels only, or also cmdgraph's copies and fills) and whether collection stays on
+// for a trial's launches or is switched on and off around each, as cmdgraph does.
+struct ProbeVariant {
+  const char* name;
+  std::vector<CUpti_ActivityKind> kinds;
+  bool switched_per_launch;
+};
+
+const ProbeVariant probe_variants[] = {
+    {"raw CUPTI probe", {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, false},
+    {"probe, cmdgraph's 4 kinds",
+     {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+      CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET},
+     false},
+    {"probe, switched per launch", {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, true},
+    {"probe, 4 kinds switched per launch",
+     {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+      CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET},
+     true},
+};
+
+void collect(const std::vector<CUpti_ActivityKind>& kinds, bool on) {
+  for (CUpti_ActivityKind k : kinds) {
+    BENCH_CUPTI(on ? cuptiActivityEnable(k) : cuptiActivityDisable(k));
+  }
+}
+
 void probe(const Shape& s) {
   Stage stage(s);
   cudaStream_t stream = stage.stream;
@@ -232,26 +260,35 @@ void probe(const Shape& s) {
   cudaGraphExec_t traced = instantiate(stage.g);  // instantiated while CUPTI collects
   BENCH_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   probe_records = probe_with_node = 0;
-  std::vector<double> r, p;
+  std::vector<double> r;
+  std::map<std::string, std::vector<double>> p;
   for (int trial = 0; trial <= trials; ++trial) {
     const double ru = per_launch(stream, s.launches, [&] { launch_raw(raw, stream); });
-    BENCH_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    const double pu = per_launch(stream, s.launches, [&] { launch_raw(traced, stream); });
-    BENCH_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    if (trial == 0) continue;
-    r.push_back(ru);
-    p.push_back(pu);
+    if (trial) r.push_back(ru);
+    for (const ProbeVariant& v : probe_variants) {
+      if (!v.switched_per_launch) collect(v.kinds, true);
+      const double pu = per_launch(stream, s.launches, [&] {
+        if (v.switched_per_launch) collect(v.kinds, true);
+        launch_raw(traced, stream);
+        if (v.switched_per_launch) collect(v.kinds, false);
+      });
+      if (!v.switched_per_launch) collect(v.kinds, false);
+      if (trial) p[v.name].push_back(pu);
+    }
   }
   BENCH_CUPTI(cuptiActivityFlushAll(0));
-  std::printf("  %s: probe read %llu kernel records (%llu with a graph node id; %d expected)\n",
+  std::printf("  %s: probe read %llu kernel records (%llu with a graph node id)\n",
               s.name.c_str(), static_cast<unsigned long long>(probe_records.load()),
-              static_cast<unsigned long long>(probe_with_node.load()),
-              (trials + 1) * s.launches * s.kernels());
+              static_cast<unsigned long long>(probe_with_node.load()));
   results[s.name]["raw graph (probe phase)"] = bench::median(r);
-  results[s.name]["raw CUPTI probe"] = bench::median(p);
+  std::printf("  %s (%.1f s): per launch raw %.1f us", s.name.c_str(), seconds(),
+              bench::median(r));
+  for (const ProbeVariant& v : probe_variants) {
+    results[s.name][v.name] = bench::median(p[v.name]);
+    std::printf(", %s %.1f us", v.name, results[s.name][v.name]);
+  }
+  std::printf("\n");
   BENCH_CUDA(cudaGraphExecDestroy(traced));
-  std::printf("  %s (%.1f s): per launch raw %.1f, probe %.1f us\n", s.name.c_str(), seconds(),
-              bench::median(r), bench::median(p));
 }
 
 void report(const Shape& s) {
@@ -273,6 +310,12 @@ void report(const Shape& s) {
               empty ? "<= 1.05x" : "");
   bench::row("CUPTI mode, 1 launch in 100, against unprofiled", base, m["cupti, 1 in 100"], "us",
              "<= 1.02x");
+  for (const ProbeVariant& v : probe_variants) {
+    if (m.count(v.name)) {
+      bench::row(std::string("  ") + v.name + " against raw",
+                 m["raw graph (probe phase)"], m[v.name], "us", "(CUPTI's own cost)");
+    }
+  }
   std::printf("%-52s %+12.3f us (events %+.3f us, probe %+.3f us)\n",
               "  overhead per command, CUPTI mode", (m["cupti"] - base) / s.kernels(),
               (m["events"] - base) / s.kernels(),

@@ -60,13 +60,14 @@ enum class Hazards : unsigned char {
 /// How an executable's commands are timed (CompileOptions::profile, ExecutableStats).
 enum class ProfileMode : unsigned char {
   off,        ///< not profiled: no cost at all
-  automatic,  ///< on: timed events on CUDA devices, the host clock on the host backend. What
-              ///< `profile = true` asks for.
+  automatic,  ///< on, as `profile = true` asks: CUPTI on the cuda_graph backend where usable,
+              ///< else timed events (ExecutableStats::profile_reason says why); timed events
+              ///< on the streams backend; the host clock on the host backend
   events,     ///< timed CUDA events around every command (a CUDA graph gains two event nodes
               ///< per command, which serialise what they bracket)
-  cupti,      ///< experimental: the GPU's own start and end of kernels, copies and fills
-              ///< from CUPTI's activity records (cuda_graph backend); compile() throws
-              ///< Error(unsupported) where CUPTI is not usable
+  cupti,      ///< the GPU's own start and end of kernels, copies and fills from CUPTI's
+              ///< activity records (cuda_graph backend); compile() throws Error(unsupported)
+              ///< where CUPTI is not usable (not built in, another subscriber holds it)
   host_clock, ///< the host's steady clock: what every mode but off gives on the host backend
               ///< (reported by ExecutableStats; requesting it for a CUDA device is refused)
 };

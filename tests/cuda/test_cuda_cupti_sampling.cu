@@ -92,8 +92,8 @@ TEST_CASE("cuda.profile.sampling_with_events_on_every_backend" * doctest::timeou
   }
 }
 
-// `profile = true` is timed by events; CUPTI asked for and made unavailable through its door
-// is an error.
+// `profile = true` takes CUPTI where it is usable and timed events where CUPTI refuses (here
+// through its door); CUPTI asked for where it refuses is an error.
 TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(120)) {
   const Device gpu = Device::cuda(0);
   Buffer<int> d(gpu, 1);
@@ -103,12 +103,25 @@ TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(
     cmd.fill(d, 0, 1).after(a).named("b");
     return cmd;
   };
+  Queue q(gpu);
   {
-    // `profile = true` takes timed events while CUPTI mode is experimental (issue 16).
     CommandBuffer cmd = record();
     Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
+    CHECK(exe.stats().profile_mode == ProfileMode::cupti);
+    exe.launch(q).wait();
+    const Profile p = exe.last_profile();
+    CHECK(p.timing == "cupti");
+    CHECK(p.commands.size() == 2);
+    CHECK(p.unmeasured == 0);
+  }
+  {
+    CommandBuffer cmd = record();
+    CuptiFaultInjection::counter().fail_call(1, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
+    CuptiFaultInjection::counter().disarm();
     CHECK(exe.stats().profile_mode == ProfileMode::events);
-    Queue q(gpu);
+    MESSAGE("fell back: " << exe.stats().profile_reason);
+    CHECK(exe.stats().profile_reason.find("CUPTI is not usable") != std::string::npos);
     exe.launch(q).wait();
     const Profile p = exe.last_profile();
     CHECK(p.timing == "events");
@@ -133,7 +146,6 @@ TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(
   // Afterwards CUPTI works again.
   CommandBuffer again = record();
   Executable ok = traced(again, gpu);
-  Queue q(gpu);
   ok.launch(q).wait();
   CHECK(ok.last_profile().unmeasured == 0);
 }
@@ -186,6 +198,7 @@ TEST_CASE("cuda.cupti.child_another_subscriber" * doctest::timeout(60)) {
   CHECK(mentions(*e, "another CUPTI client"));
   Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
   CHECK(exe.stats().profile_mode == ProfileMode::events);
+  CHECK(exe.stats().profile_reason.find("another CUPTI client") != std::string::npos);
   Queue q(gpu);
   exe.launch(q).wait();
   CHECK(exe.last_profile().timing == "events");

@@ -361,42 +361,58 @@ class GraphExecutable final : public CudaExecutable {
 
 }  // namespace
 
+namespace {
+
+// A CUPTI-mode executable, or null with `why` said when CUPTI cannot trace it (not in this
+// build, held by another subscriber, refusing to collect). Other errors are thrown.
+std::unique_ptr<ExecutableImpl> traced_by_cupti(const std::shared_ptr<const Plan>& plan,
+                                                Device device, const CompileOptions& options,
+                                                ExecutableStats stats, Captures& captures,
+                                                std::string& why) {
+  cuda::cupti::Session* session = cuda::cupti::Session::acquire(why);
+  if (!session) return nullptr;
+  stats.profile_mode = ProfileMode::cupti;
+  stats.profile_reason = std::string(options.profile.mode == ProfileMode::cupti
+                                         ? "requested"
+                                         : "CUPTI is usable") +
+                         ": activity records, the GPU's own start and end of each kernel, copy "
+                         "and fill";
+  try {
+    return std::make_unique<GraphExecutable>(plan, device, stats, plan->arguments,
+                                             TransientBinding(*plan), options.profile_every,
+                                             options.programmatic_edges, options.shape,
+                                             &captures, session);
+  } catch (const Error& e) {
+    const bool cupti_refused = e.code() == errc::cuda_error &&
+                               std::string(e.what()).find("CUPTI") != std::string::npos;
+    if (!cupti_refused) throw;
+    why = e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> plan,
                                                     Device device, const CompileOptions& options,
                                                     ExecutableStats stats, Captures captures) {
   check_runs_on_device(*plan, device.ordinal());
-  ArgumentStore args = plan->arguments;
   const ProfileMode asked = options.profile.mode;
-  // CUPTI mode only when asked: on the H200 (run 47) it left executed buffers and captures
-  // untimed and disagreed with events by 10x on a 100 us kernel (issue 16 stays open).
-  if (asked == ProfileMode::cupti) {
+  if (asked == ProfileMode::cupti || asked == ProfileMode::automatic) {
     std::string why;
-    cuda::cupti::Session* session = cuda::cupti::Session::acquire(why);
-    if (!session) {
+    if (auto traced = traced_by_cupti(plan, device, options, stats, captures, why)) {
+      return traced;
+    }
+    if (asked == ProfileMode::cupti) {
       throw Error(errc::unsupported, "executable '" + plan->buffer_name +
                                          "' cannot be profiled through CUPTI: " + why);
     }
-    stats.profile_mode = ProfileMode::cupti;
-    stats.profile_reason = "requested: CUPTI activity records, the GPU's own start and end of "
-                           "each kernel, copy and fill";
-    try {
-      return std::make_unique<GraphExecutable>(plan, device, stats, args,
-                                               TransientBinding(*plan), options.profile_every,
-                                               options.programmatic_edges, options.shape,
-                                               &captures, session);
-    } catch (const Error& e) {
-      const bool cupti_refused = e.code() == errc::cuda_error &&
-                                 std::string(e.what()).find("CUPTI") != std::string::npos;
-      if (!cupti_refused) throw;
-      throw Error(errc::unsupported, "executable '" + plan->buffer_name +
-                                         "' cannot be profiled through CUPTI: " + e.what());
-    }
+    stats.profile_reason = "timed events, since CUPTI is not usable: " + why;
+  } else if (asked == ProfileMode::events) {
+    stats.profile_reason = "requested";
   }
-  if (asked != ProfileMode::off) {
-    stats.profile_mode = ProfileMode::events;
-    stats.profile_reason = asked == ProfileMode::events ? "requested" : "timed events (CUPTI only "
-                                                                        "when asked for)";
-  }
+  if (asked != ProfileMode::off) stats.profile_mode = ProfileMode::events;
+  ArgumentStore args = plan->arguments;
   TransientBinding transients(*plan);
   return std::make_unique<GraphExecutable>(std::move(plan), device, std::move(stats),
                                            std::move(args), std::move(transients),
