@@ -37,9 +37,12 @@ std::int64_t Session::steady_to_cupti() { absent(); }
 Session::Lost Session::lost() const { return {}; }
 int Session::collecting() const { return 0; }
 std::vector<Record> Session::unclaimed(std::uint64_t) const { return {}; }
-Session::Collecting::Collecting(Session& session) : session_(session) { absent(); }
+Session::Collecting::Collecting(Session& session, unsigned what)
+    : session_(session), what_(what) {
+  absent();
+}
 Session::Collecting::~Collecting() = default;
-Session::Window::Window(Session&, std::shared_ptr<LaunchRecords>, bool) { absent(); }
+Session::Window::Window(Session&, std::shared_ptr<LaunchRecords>, unsigned) { absent(); }
 Session::Window::~Window() = default;
 
 CloneLog::CloneLog() : previous_(nullptr) {}

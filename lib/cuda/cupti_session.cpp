@@ -7,7 +7,9 @@
 
 #include <cmdgraph/error.hpp>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <new>
 
 namespace cmdgraph::detail::cuda::cupti {
@@ -29,10 +31,17 @@ struct SessionAccess {
 
 namespace {
 
-// Kernels through the concurrent kind, so traced kernels still run side by side.
-constexpr CUpti_ActivityKind collected[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+// The activity kinds of each work bit. Kernels through the concurrent kind, so traced kernels
+// still run side by side.
+struct Collected {
+  unsigned work;
+  CUpti_ActivityKind kind;
+};
+constexpr Collected collected[] = {
+    {work::kernels, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+    {work::copies, CUPTI_ACTIVITY_KIND_MEMCPY},
+    {work::copies, CUPTI_ACTIVITY_KIND_MEMCPY2},
+    {work::fills, CUPTI_ACTIVITY_KIND_MEMSET}};
 
 // Large buffers: fewer hand-overs on CUPTI's thread; a chain of 1,000 kernels traced at every
 // launch fills one in about 30 launches.
@@ -115,10 +124,12 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
   }
 }
 
-// Switches collection of every kind on or off: the first failure, said, or nothing.
-std::string switch_kinds(bool on) {
+// Switches collection of the kinds of work bits `what` on or off: the first failure, said, or
+// nothing.
+std::string switch_kinds(unsigned what, bool on) {
   std::string error;
-  for (CUpti_ActivityKind kind : collected) {
+  for (const auto& [bit, kind] : collected) {
+    if (!(what & bit)) continue;
     const CUptiResult r = CuptiDoor::try_call([&] {
       return on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
     });
@@ -178,8 +189,8 @@ bool start(std::string& why) {
   }
   // Every kind once on and off: a kind CUPTI refuses (another tool, an old device) shows now,
   // at compile time, rather than at a launch.
-  if (why.empty()) why = switch_kinds(true);
-  const std::string off = switch_kinds(false);
+  if (why.empty()) why = switch_kinds(work::all, true);
+  const std::string off = switch_kinds(work::all, false);
   if (why.empty()) why = off;
   if (why.empty()) return true;
   if (why.find("MULTIPLE_SUBSCRIBERS") != std::string::npos) {
@@ -257,15 +268,20 @@ void Session::open(std::uint32_t correlation, const std::shared_ptr<LaunchRecord
   if (into->correlation_ == 0) into->correlation_ = correlation;
 }
 
-std::string Session::collect(bool on) {
+std::string Session::collect(unsigned what, bool on) {
   std::lock_guard lock(collect_mutex_);
-  const int before = collecting_;
-  collecting_ += on ? 1 : -1;
-  if ((before == 0) != on) return {};  // already on, or others still collect
-  const std::string error = switch_kinds(on);
+  unsigned flipped = 0;  // the bits that go on or off: nobody else holds them
+  for (unsigned b = 0; b < std::size(collecting_); ++b) {
+    if (!(what & (1u << b))) continue;
+    const int before = collecting_[b];
+    collecting_[b] += on ? 1 : -1;
+    if ((before == 0) == on) flipped |= 1u << b;
+  }
+  const std::string error = flipped ? switch_kinds(flipped, on) : std::string();
   if (!error.empty() && on) {
-    collecting_ = before;  // not on: the next user tries again
-    (void)switch_kinds(false);
+    // Not on: undone, so that the next user tries again.
+    for (unsigned b = 0; b < std::size(collecting_); ++b) collecting_[b] -= (what >> b) & 1u;
+    (void)switch_kinds(flipped, false);
   }
   return error;
 }
@@ -303,22 +319,24 @@ std::vector<Record> Session::unclaimed(std::uint64_t from) const {
 
 int Session::collecting() const {
   std::lock_guard lock(collect_mutex_);
-  return collecting_;
+  return *std::max_element(std::begin(collecting_), std::end(collecting_));
 }
 
-Session::Collecting::Collecting(Session& session) : session_(session) {
-  error_ = session_.collect(true);
+Session::Collecting::Collecting(Session& session, unsigned what)
+    : session_(session), what_(what) {
+  error_ = session_.collect(what_, true);
   counted_ = error_.empty();
 }
 
 Session::Collecting::~Collecting() {
-  if (counted_) (void)session_.collect(false);  // a failed switch-off costs CUPTI's overhead only
+  // A failed switch-off costs CUPTI's overhead only.
+  if (counted_) (void)session_.collect(what_, false);
 }
 
-Session::Window::Window(Session& session, std::shared_ptr<LaunchRecords> into, bool collect)
+Session::Window::Window(Session& session, std::shared_ptr<LaunchRecords> into, unsigned collect)
     : into_(std::move(into)) {
   if (collect) {
-    collecting_ = std::make_unique<Collecting>(session);
+    collecting_ = std::make_unique<Collecting>(session, collect);
     if (!collecting_->error().empty()) {
       std::lock_guard lock(into_->mutex_);
       into_->error_ = collecting_->error();

@@ -84,7 +84,10 @@ TEST_CASE("cuda.cupti.times_every_kernel_copy_and_fill" * doctest::timeout(120))
 // The same ~100 us kernel timed both ways: events bracket it inside the graph, CUPTI reads the
 // GPU's own start and end. Medians of several launches: events alone first, then alternating
 // with CUPTI, whose executable lives meanwhile. Events beside CUPTI must time as events alone
-// (run 49 saw 496-1,099 us with CUPTI collecting for the whole life of its executable).
+// (run 49 saw 496-1,099 us with CUPTI collecting for the whole life of its executable). CUPTI is
+// compared with events alone: beside CUPTI's switching, events time a little more (3-8% more
+// than alone in runs 58-60, which put CUPTI's 100.5 us 5-11.5% below them), and the second
+// check bounds that.
 TEST_CASE("cuda.cupti.agrees_with_events_on_a_100us_kernel" * doctest::timeout(120)) {
   const Device gpu = Device::cuda(0);
   auto record = [] {
@@ -116,7 +119,7 @@ TEST_CASE("cuda.cupti.agrees_with_events_on_a_100us_kernel" * doctest::timeout(1
                 << alone * 1000 << " us alone; " << report());
   CHECK(c >= 0.05);
   CHECK(std::abs(e - alone) <= 0.10 * alone);
-  CHECK(std::abs(c - e) <= 0.10 * e);
+  CHECK(std::abs(c - alone) <= 0.10 * alone);
   MESSAGE("100 us kernel: CUPTI " << c * 1000 << " us, events " << e * 1000 << " us ("
                                   << alone * 1000 << " us before CUPTI's executable)");
 }

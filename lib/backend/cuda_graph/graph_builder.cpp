@@ -1,87 +1,14 @@
 // GraphBuilder: walks the plan in order; each command's node comes from its kind's graph form
-// (cuda_commands), placed through a Site; child graphs, captures and loops are built here.
+// (cuda_commands), placed through a Site; child graphs and loops are built here, captures in
+// graph_captures.cpp, updates of one node in graph_update.cpp.
 #include "backend/cuda_graph/graph_builder.hpp"
 
-#include "backend/cuda_commands/collective_forms.hpp"
 #include "cuda/graph_ops.hpp"
-#include "error/task_failure.hpp"
-
-#include <cmdgraph/error.hpp>
 
 #include <algorithm>
-#include <exception>
-#include <stdexcept>
 #include <utility>
 
 namespace cmdgraph::detail {
-namespace {
-
-// Runs capture command `c` of `plan` on `stream` and returns what it enqueued as a graph; a
-// refusal by stream capture becomes Error(unsupported) in `refusal`.
-cuda::Graph capture_on(const Plan& plan, std::uint32_t c, const std::string& name,
-                       cudaStream_t stream, std::optional<Error>& refusal) {
-  cuda::begin_capture(stream, name);
-  std::exception_ptr thrown;
-  try {
-    std::get<CapturePayload>(plan.payload(c)).task->run(stream);
-  } catch (...) {
-    thrown = task_failure("capture", name);
-  }
-  // Always end the capture, so the stream is usable again whatever happened inside.
-  cuda::Graph captured;
-  const cudaError_t ended = cuda::end_capture(stream, captured);
-  if (thrown) std::rethrow_exception(thrown);
-  if (ended != cudaSuccess) refusal.emplace(capture_refused(name, ended));
-  return captured;
-}
-
-// What stream capture makes of collective `p` with the values in `args`, enqueued on `stream`.
-// NCCL supports capture; a failure is an error like any other (the backend has no fallback).
-cuda::Graph capture_collective(const CollectivePayload& p, const ArgumentStore& args,
-                               cudaStream_t stream, cuda::Served served) {
-  cuda::begin_capture(stream, served);
-  std::exception_ptr thrown;
-  try {
-    enqueue_collective(p, args, stream, served);
-  } catch (...) {
-    thrown = std::current_exception();
-  }
-  cuda::Graph captured;
-  const cudaError_t ended = cuda::end_capture(stream, captured);
-  if (thrown) std::rethrow_exception(thrown);
-  if (ended != cudaSuccess) cuda::fail(ended, "cudaStreamEndCapture", served);
-  return captured;
-}
-
-void capture_in(const Plan& plan, const Plan& root, cudaStream_t stream, Captures& out) {
-  for (std::uint32_t c = 0; c < plan.size() && !out.refusal; ++c) {
-    if (std::holds_alternative<CapturePayload>(plan.payload(c))) {
-      cuda::Graph g = capture_on(plan, c, command_label(plan, c, root), stream, out.refusal);
-      if (g) out.graphs.emplace(std::make_pair(&plan, c), std::move(g));
-    }
-    for (const auto& body : plan.bodies_of(c)) capture_in(*body, root, stream, out);
-  }
-}
-
-}  // namespace
-
-Error capture_refused(const std::string& name, cudaError_t status) {
-  return Error(errc::unsupported,
-               "command '" + name + "' cannot be captured into a graph: " +
-                   cuda::describe(status) + "; the callable made a call that stream capture "
-                   "forbids, such as a synchronization or an allocation",
-               std::vector<std::string>{name}, static_cast<int>(status));
-}
-
-Captures capture_all(const Plan& plan, int device) {
-  Captures out;
-  if (!find_command(plan, CommandKind::capture)) return out;
-  const cuda::ScopedDevice on(device);
-  cuda::Stream stream = cuda::create_stream(device, 0, cuda::for_executable(plan.buffer_name));
-  capture_in(plan, plan, stream.get(), out);
-  return out;
-}
-
 void BuiltGraph::keep(const std::shared_ptr<CommunicatorState>& comm) {
   if (std::find(communicators.begin(), communicators.end(), comm) == communicators.end()) {
     communicators.push_back(comm);
@@ -120,10 +47,8 @@ class GraphBuilder::Site final : public GraphSite {
       builder_.out_->node_priority = true;
     }
     if (builder_.cupti_) {
-      const cudaGraphNodeType type = spec.params.type;
-      builder_.note(node, timed_, spec.copy || type == cudaGraphNodeTypeKernel ||
-                                      type == cudaGraphNodeTypeMemset ||
-                                      type == cudaGraphNodeTypeMemcpy);
+      builder_.note(node, timed_,
+                    spec.copy ? cuda::cupti::work::copies : cuda::cupti::work_of(spec.params.type));
     }
     return node;
   }
@@ -391,7 +316,7 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
   check.params.kernel.blockDim = dim3(1);
   check.params.kernel.kernelParams = params;
   const cudaGraphNode_t first = cuda::add_node(graph, deps, check, name);
-  if (cupti_) note(first, timed, true);
+  if (cupti_) note(first, timed, cuda::cupti::work::kernels);
 
   const auto bodies = plan.bodies_of(c);
   cuda::NodeSpec conditional = cuda::NodeSpec::of(cudaGraphNodeTypeConditional);
@@ -422,7 +347,7 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
       if (body.children[k].empty()) last.push_back(body_nodes[k]);
     }
     const cudaGraphNode_t again = cuda::add_node(body_graph, last, check, name);
-    if (cupti_) note(again, timed, true);
+    if (cupti_) note(again, timed, cuda::cupti::work::kernels);
     out_->origins.push_back({again, &plan, c});
     ++out_->node_count;
   }
@@ -430,82 +355,6 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
   // CUPTI: the end of the passes, which run inside the node where no record is ours to read.
   if (cupti_ && fold == no_timed) return marker(graph, {&node, 1}, timed, plan, c);
   return node;
-}
-
-cuda::Stream& GraphBuilder::capture_stream() {
-  if (!capture_stream_) {
-    capture_stream_ = cuda::create_stream(device_, 0, cuda::for_executable(root_->buffer_name));
-  }
-  return capture_stream_;
-}
-
-cuda::Graph GraphBuilder::capture(const Plan& plan, std::uint32_t c) {
-  std::optional<Error> refusal;
-  cuda::Graph child = capture_on(plan, c, command_label(plan, c, *root_), capture_stream().get(),
-                                 refusal);
-  if (refusal) throw *refusal;
-  return child;
-}
-
-namespace {
-
-// Where an updated command's node is: its parameters are set in the instantiated graph.
-class ExecSite final : public GraphSite {
- public:
-  ExecSite(const Plan& plan, std::uint32_t c, const ArgumentStore& args, int device,
-           cudaGraphExec_t exec, cudaGraphNode_t node)
-      : plan_(plan), c_(c), args_(args), device_(device), exec_(exec), node_(node),
-        name_(plan.name(c)) {}
-
-  const ArgumentStore& args() const override { return args_; }
-  int device() const override { return device_; }
-  cuda::Served served() const override { return name_; }
-  cudaGraphNode_t place(cuda::NodeSpec& spec) override {
-    cuda::set_node(exec_, node_, spec, name_);
-    return node_;
-  }
-  // Only updatable kinds (kernels, parallel_for, copies, fills, collectives) are updated node
-  // by node.
-  void* host_callback(const std::shared_ptr<HostTask>&) override { return not_updatable(); }
-  cudaGraphNode_t body_graph() override { return not_updatable(); }
-  cudaGraphNode_t captured_graph() override { return not_updatable(); }
-  // A collective is captured again with its new values, and the node takes the new graph.
-  cudaGraphNode_t collective_graph() override {
-    const auto& p = std::get<CollectivePayload>(plan_.payload(c_));
-    cuda::Stream stream = cuda::create_stream(device_, 0, name_);
-    captured_ = capture_collective(p, args_, stream.get(), name_);
-    cuda::set_child_graph(exec_, node_, captured_.get(), name_);
-    return node_;
-  }
-  cuda::Graph take_captured() noexcept { return std::move(captured_); }
-  cudaGraphNode_t conditional(cudaGraphConditionalNodeType, const Condition&) override {
-    return not_updatable();
-  }
-  void allocated(void*) override { not_updatable(); }
-  void* to_free() const override { return not_updatable(); }
-
- private:
-  [[noreturn]] static std::nullptr_t not_updatable() {
-    throw std::logic_error("cmdgraph: a command of a kind that is not updatable was updated");
-  }
-  const Plan& plan_;
-  std::uint32_t c_;
-  const ArgumentStore& args_;
-  int device_;
-  cudaGraphExec_t exec_;
-  cudaGraphNode_t node_;
-  std::string name_;
-  cuda::Graph captured_;
-};
-
-}  // namespace
-
-cuda::Graph GraphBuilder::update_node(const Plan& plan, std::uint32_t c,
-                                      const ArgumentStore& args, int device,
-                                      cudaGraphExec_t exec, cudaGraphNode_t node) {
-  ExecSite site(plan, c, args, device, exec, node);
-  add_graph_node(plan.payload(c), site);
-  return site.take_captured();
 }
 
 }  // namespace cmdgraph::detail

@@ -42,6 +42,10 @@ Error capture_refused(const std::string& name, cudaError_t status);
 /// Runs every capture command of `plan` (bodies included) on a capturing stream of `device`.
 /// A refusal by stream capture is returned, not thrown; what a callable throws is thrown.
 Captures capture_all(const Plan& plan, int device);
+/// What stream capture makes of collective `p` with the values in `args`, enqueued on `stream`.
+/// NCCL supports capture; a failure is an error like any other (the backend has no fallback).
+cuda::Graph capture_collective(const CollectivePayload& p, const ArgumentStore& args,
+                               cudaStream_t stream, cuda::Served served);
 
 struct BuiltGraph {
   // The communicators of the collectives captured into it, first so that they outlive every
@@ -135,7 +139,7 @@ class GraphBuilder {
   // one, or the conditional body's owner they fold into), and noting them.
   std::uint32_t timed_run(const Plan& plan, std::uint32_t c,
                           std::vector<std::uint32_t>& run_of);
-  void note(cudaGraphNode_t node, std::uint32_t timed, bool expects_record);
+  void note(cudaGraphNode_t node, std::uint32_t timed, unsigned work);
   void note_nested(cudaGraph_t graph, std::uint32_t timed, cuda::Served served);
   cudaGraphNode_t marker(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
                          std::uint32_t timed, const Plan& plan, std::uint32_t c);

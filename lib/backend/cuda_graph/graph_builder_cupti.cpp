@@ -19,14 +19,7 @@
 #include <exception>
 
 namespace cmdgraph::detail {
-namespace {
 
-bool runs_work(cudaGraphNodeType type) {
-  return type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeMemcpy ||
-         type == cudaGraphNodeTypeMemset;
-}
-
-}  // namespace
 
 std::uint32_t GraphBuilder::timed_run(const Plan& plan, std::uint32_t c,
                                       std::vector<std::uint32_t>& run_of) {
@@ -39,9 +32,12 @@ std::uint32_t GraphBuilder::timed_run(const Plan& plan, std::uint32_t c,
   return run_of[c];
 }
 
-void GraphBuilder::note(cudaGraphNode_t node, std::uint32_t timed, bool expects_record) {
+// `work`: the work bits (cuda::cupti::work) of what the node runs; a node that runs a kernel,
+// copy or fill leaves a record, which a traced launch then collects.
+void GraphBuilder::note(cudaGraphNode_t node, std::uint32_t timed, unsigned work) {
+  out_->cupti->work |= work;
   // A conditional body may run no pass at all: what is in it is not expected.
-  const bool expected = expects_record && fold_into_ == no_timed;
+  const bool expected = work != 0 && fold_into_ == no_timed;
   out_->cupti->nodes.push_back({node, timed, expected});
   if (expected) out_->cupti->commands[timed].expects_record = true;
 }
@@ -54,7 +50,8 @@ void GraphBuilder::note_nested(cudaGraph_t graph, std::uint32_t timed, cuda::Ser
     if (type == cudaGraphNodeTypeGraph) {
       note_nested(cuda::embedded_graph(node, served), timed, served);
     } else {
-      note(node, timed, false);
+      note(node, timed, 0);
+      out_->cupti->work |= cuda::cupti::work_of(type);  // in case a clone report names it
     }
   }
 }
@@ -78,7 +75,7 @@ cudaGraphNode_t GraphBuilder::marker(cudaGraph_t graph, std::span<const cudaGrap
   m.width = 1;
   m.height = 1;
   const cudaGraphNode_t node = cuda::add_node(graph, deps, spec, name);
-  note(node, timed, true);
+  note(node, timed, cuda::cupti::work::fills);
   out_->origins.push_back({node, &plan, c});
   return node;
 }
@@ -137,7 +134,7 @@ cudaGraphNode_t GraphBuilder::capture_inline(const Plan& plan, std::uint32_t c, 
     if (type == cudaGraphNodeTypeGraph) {
       note_nested(cuda::embedded_graph(node, name), timed, name);
     } else {
-      note(node, timed, runs_work(type));
+      note(node, timed, cuda::cupti::work_of(type));
     }
   }
   cuda::NodeSpec empty = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);

@@ -71,6 +71,8 @@ struct CuptiTiming {
   std::deque<HostTimes> host_times;  // the host tasks' (stable addresses)
   std::vector<TimedNode> nodes;      // as built, until mapped
   std::shared_ptr<const NodeMap> map;
+  /// What its nodes run, as cuda::cupti::work bits: what a traced launch collects.
+  unsigned work = 0;
   /// The launch whose host tasks time themselves, as HostErrors counts launches (~0: none).
   std::atomic<std::uint64_t> host_launch{~std::uint64_t{0}};
 };

@@ -1,0 +1,76 @@
+// instantiate(): a plan built as a graph, instantiated with its upload started.
+#include "backend/cuda_graph/graph_instance.hpp"
+
+#include "cuda/graph_ops.hpp"
+#include "cuda/stream_ops.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace cmdgraph::detail {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+// Builds and instantiates `plan` with `args` on `device`, profiled as `timing` says, and starts
+// uploading it, so the first launch pays no upload on the host and compile() does not wait for
+// the device. `transients` binds the transients where the graph's allocation nodes put them,
+// rewriting `args`. `programmatic`: lower programmatic edges as such; `shape`: the lane edges
+// to add. `errors`: another instance's host errors to share (its launches count as ours).
+Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
+                     int device, ProfileMode timing, bool programmatic, GraphShape shape,
+                     Captures* captures, double* instantiate_ms,
+                     std::shared_ptr<HostErrors> errors) {
+  const cuda::ScopedDevice on(device);
+  const cuda::Served served = cuda::for_executable(plan.buffer_name);
+  Instance in;
+  in.host_errors = errors ? std::move(errors)
+                          : std::make_shared<HostErrors>(
+                                std::max<std::uint32_t>(1, count_host_tasks(plan)));
+  GraphBuilder builder(device, in.host_errors.get(), timing, captures, programmatic, shape);
+  in.built = builder.build(plan, args, transients);
+  std::vector<std::uint64_t> ids;
+  if (in.built.cupti) ids = node_ids(*in.built.cupti, served);
+
+  const auto start = std::chrono::steady_clock::now();
+  cuda::Stream stream = cuda::create_stream(device, 0, served);
+  {
+    // Instantiating clones every node: CUPTI's records name the clones.
+    std::optional<cuda::cupti::CloneLog> clones;
+    if (in.built.cupti) clones.emplace();
+    in.exec = cuda::instantiate(in.built.graph.get(), stream.get(), in.built.node_priority,
+                                served,
+                                [&](cudaGraphNode_t node) { return in.built.name_of(node); });
+    if (clones) map_nodes(*in.built.cupti, ids, clones->take(served));
+  }
+  in.uploaded = cuda::create_event(device, false, served);
+  cuda::record_event(in.uploaded.get(), stream.get(), served);
+  in.upload = std::move(stream);
+  if (instantiate_ms) *instantiate_ms = ms_since(start);
+
+  in.context = launch_context(plan, device, in.host_errors, std::make_shared<EventPool>(device));
+  return in;
+}
+
+// Why an instantiated graph's allocation nodes cannot serve `now`'s transients (one differs
+// in size from `before`'s); empty when they can.
+std::string resized_transient(const Plan& before, const Plan& now) {
+  for (std::uint32_t t = 0; t < now.memory.list.size(); ++t) {
+    const std::size_t was = before.memory.list[t].range->bytes();
+    const std::size_t is = now.memory.list[t].range->bytes();
+    if (was != is) {
+      return "transient memory '" + now.name(now.memory.list[t].alloc) + "' takes " +
+             std::to_string(is) + " bytes, was " + std::to_string(was);
+    }
+  }
+  return {};
+}
+
+}  // namespace cmdgraph::detail
