@@ -227,23 +227,27 @@ void CUPTIAPI probe_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, st
 // The probe's variants, to tell what CUPTI itself costs from what cmdgraph adds: the kinds it
 // collects (kernels only, or also cmdgraph's copies and fills) and whether collection stays on
 // for a trial's launches or is switched on and off around each, as cmdgraph does.
+// And whether the graph was instantiated while the four kinds were collected, as cmdgraph did
+// before it collected only what a graph runs.
+const std::vector<CUpti_ActivityKind> kernel_kind = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+const std::vector<CUpti_ActivityKind> four_kinds = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+
 struct ProbeVariant {
   const char* name;
-  std::vector<CUpti_ActivityKind> kinds;
+  const std::vector<CUpti_ActivityKind>& kinds;
   bool switched_per_launch;
+  bool instantiated_under_four = false;
 };
 
 const ProbeVariant probe_variants[] = {
-    {"raw CUPTI probe", {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, false},
-    {"probe, cmdgraph's 4 kinds",
-     {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-      CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET},
-     false},
-    {"probe, switched per launch", {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, true},
-    {"probe, 4 kinds switched per launch",
-     {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-      CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET},
-     true},
+    {"raw CUPTI probe", kernel_kind, false},
+    {"probe, cmdgraph's 4 kinds", four_kinds, false},
+    {"probe, switched per launch", kernel_kind, true},
+    {"probe, 4 kinds switched per launch", four_kinds, true},
+    {"probe, made under 4 kinds", kernel_kind, false, true},
+    {"probe, made under 4 kinds, switched", kernel_kind, true, true},
 };
 
 void collect(const std::vector<CUpti_ActivityKind>& kinds, bool on) {
@@ -256,9 +260,12 @@ void probe(const Shape& s) {
   Stage stage(s);
   cudaStream_t stream = stage.stream;
   cudaGraphExec_t raw = stage.raw;
-  BENCH_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  collect(kernel_kind, true);
   cudaGraphExec_t traced = instantiate(stage.g);  // instantiated while CUPTI collects
-  BENCH_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  collect(kernel_kind, false);
+  collect(four_kinds, true);
+  cudaGraphExec_t traced_four = instantiate(stage.g);
+  collect(four_kinds, false);
   probe_records = probe_with_node = 0;
   std::vector<double> r;
   std::map<std::string, std::vector<double>> p;
@@ -267,9 +274,10 @@ void probe(const Shape& s) {
     if (trial) r.push_back(ru);
     for (const ProbeVariant& v : probe_variants) {
       if (!v.switched_per_launch) collect(v.kinds, true);
+      const cudaGraphExec_t exec = v.instantiated_under_four ? traced_four : traced;
       const double pu = per_launch(stream, s.launches, [&] {
         if (v.switched_per_launch) collect(v.kinds, true);
-        launch_raw(traced, stream);
+        launch_raw(exec, stream);
         if (v.switched_per_launch) collect(v.kinds, false);
       });
       if (!v.switched_per_launch) collect(v.kinds, false);
@@ -289,6 +297,7 @@ void probe(const Shape& s) {
   }
   std::printf("\n");
   BENCH_CUDA(cudaGraphExecDestroy(traced));
+  BENCH_CUDA(cudaGraphExecDestroy(traced_four));
 }
 
 void report(const Shape& s) {

@@ -32,19 +32,7 @@ class GraphExecutable final : public CudaExecutable {
     transients_ = std::move(transients);
     const int ordinal = device.ordinal();
     const cuda::Served served = cuda::for_executable(plan->buffer_name);
-    // CUPTI mode: collecting while the graph is instantiated, as the hand-written probe of
-    // issue 16 did (CUPTI sees the graph as it is made); afterwards only while a traced launch
-    // is enqueued (enqueue_traced).
-    std::optional<cuda::cupti::Session::Collecting> collecting;
-    if (mode() == ProfileMode::cupti) {
-      collecting.emplace(*session_);
-      if (!collecting->error().empty()) {
-        throw Error(errc::cuda_error, "CUPTI refused to collect activity records for "
-                                      "executable '" + plan->buffer_name + "': " +
-                                          collecting->error());
-      }
-      sampled_done_ = cuda::create_event(ordinal, false, served);
-    }
+    if (mode() == ProfileMode::cupti) sampled_done_ = cuda::create_event(ordinal, false, served);
     if (split() && !plan->memory.list.empty()) {
       // Two instantiations would each place the transients: one set of arguments cannot
       // point at both.
@@ -53,12 +41,13 @@ class GraphExecutable final : public CudaExecutable {
                   "timed-event profiling of one launch in N cannot hold; profile every launch, "
                   "or through CUPTI");
     }
-    current_ = instantiate(*plan, args_, transients_, ordinal, mode(), programmatic_, shape_,
-                           captures, &this->stats().instantiate_ms);
+    current_ = instantiate(*plan, args_, transients_, ordinal, mode(), session_, programmatic_,
+                           shape_, captures, &this->stats().instantiate_ms);
     if (split()) {
       plain_ = std::make_unique<Instance>(instantiate(*plan, args_, transients_, ordinal,
-                                                      ProfileMode::off, programmatic_, shape_,
-                                                      captures, nullptr, current_.host_errors));
+                                                      ProfileMode::off, nullptr, programmatic_,
+                                                      shape_, captures, nullptr,
+                                                      current_.host_errors));
       switched_ = cuda::create_event(ordinal, false, served);
     }
     start_context(current_.context);
@@ -247,17 +236,15 @@ class GraphExecutable final : public CudaExecutable {
   }
 
   UpdateResult rebuild(std::shared_ptr<const Plan> plan, ArgumentStore args, std::string why) {
-    std::optional<cuda::cupti::Session::Collecting> while_instantiating;
-    if (mode() == ProfileMode::cupti) while_instantiating.emplace(*session_);
     TransientBinding transients(*plan);
-    Instance fresh = instantiate(*plan, args, transients, ordinal(), mode(), programmatic_,
-                                 shape_, nullptr, nullptr);
+    Instance fresh = instantiate(*plan, args, transients, ordinal(), mode(), session_,
+                                 programmatic_, shape_, nullptr, nullptr);
     std::unique_ptr<Instance> fresh_plain;
     if (split()) {
       fresh_plain = std::make_unique<Instance>(instantiate(*plan, args, transients, ordinal(),
-                                                           ProfileMode::off, programmatic_,
-                                                           shape_, nullptr, nullptr,
-                                                           fresh.host_errors));
+                                                           ProfileMode::off, nullptr,
+                                                           programmatic_, shape_, nullptr,
+                                                           nullptr, fresh.host_errors));
     }
     std::lock_guard lock(mutex());
     retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))));

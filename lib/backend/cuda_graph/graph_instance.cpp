@@ -4,6 +4,8 @@
 #include "cuda/graph_ops.hpp"
 #include "cuda/stream_ops.hpp"
 
+#include <cmdgraph/error.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -19,13 +21,9 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-// Builds and instantiates `plan` with `args` on `device`, profiled as `timing` says, and starts
-// uploading it, so the first launch pays no upload on the host and compile() does not wait for
-// the device. `transients` binds the transients where the graph's allocation nodes put them,
-// rewriting `args`. `programmatic`: lower programmatic edges as such; `shape`: the lane edges
-// to add. `errors`: another instance's host errors to share (its launches count as ours).
 Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
-                     int device, ProfileMode timing, bool programmatic, GraphShape shape,
+                     int device, ProfileMode timing, cuda::cupti::Session* tracing,
+                     bool programmatic, GraphShape shape,
                      Captures* captures, double* instantiate_ms,
                      std::shared_ptr<HostErrors> errors) {
   const cuda::ScopedDevice on(device);
@@ -39,6 +37,17 @@ Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& tr
   std::vector<std::uint64_t> ids;
   if (in.built.cupti) ids = node_ids(*in.built.cupti, served);
 
+  // CUPTI mode: CUPTI collects while the graph is instantiated, as the hand-written probe of
+  // issue 16 did (CUPTI sees the graph as it is made), and only what the graph runs, as its
+  // traced launches do (enqueue_traced).
+  std::optional<cuda::cupti::Session::Collecting> collecting;
+  if (in.built.cupti) {
+    collecting.emplace(*tracing, in.built.cupti->work);
+    if (!collecting->error().empty()) {
+      throw Error(errc::cuda_error, "CUPTI refused to collect activity records for executable '" +
+                                        plan.buffer_name + "': " + collecting->error());
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
   cuda::Stream stream = cuda::create_stream(device, 0, served);
   {
@@ -50,6 +59,7 @@ Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& tr
                                 [&](cudaGraphNode_t node) { return in.built.name_of(node); });
     if (clones) map_nodes(*in.built.cupti, ids, clones->take(served));
   }
+  collecting.reset();
   in.uploaded = cuda::create_event(device, false, served);
   cuda::record_event(in.uploaded.get(), stream.get(), served);
   in.upload = std::move(stream);

@@ -24,11 +24,13 @@ struct Instance {
 
 /// Builds and instantiates `plan` with `args` on `device`, profiled as `timing` says, and starts
 /// uploading it, so the first launch pays no upload on the host and compile() does not wait for
-/// the device. `transients` binds the transients where the graph's allocation nodes put them,
-/// rewriting `args`. `programmatic`: lower programmatic edges as such; `shape`: the lane edges
-/// to add. `errors`: another instance's host errors to share (its launches count as ours).
+/// the device. `tracing`: CUPTI's session when `timing` is cupti (else null). `transients`
+/// binds the transients where the graph's allocation nodes put them, rewriting `args`.
+/// `programmatic`: lower programmatic edges as such; `shape`: the lane edges to add. `errors`:
+/// another instance's host errors to share (its launches count as ours).
 Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
-                     int device, ProfileMode timing, bool programmatic, GraphShape shape,
+                     int device, ProfileMode timing, cuda::cupti::Session* tracing,
+                     bool programmatic, GraphShape shape,
                      Captures* captures, double* instantiate_ms,
                      std::shared_ptr<HostErrors> errors = nullptr);
 
