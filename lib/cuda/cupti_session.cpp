@@ -11,11 +11,15 @@
 #include <cstdlib>
 #include <iterator>
 #include <new>
+#include <thread>
 
 namespace cmdgraph::detail::cuda::cupti {
 
 // What CUPTI gives the session's callbacks, which are plain functions.
 struct SessionAccess {
+  static void hand_over(Session& s, std::uint8_t* buffer, std::size_t valid) {
+    s.hand_over(buffer, valid);
+  }
   static void route(Session& s, std::uint32_t correlation, const Record& r) {
     s.route(correlation, r);
   }
@@ -68,10 +72,22 @@ void route(const CUpti_Activity* activity) {
   SessionAccess::route(*the_session, r->correlationId, {r->graphNodeId, r->start, r->end});
 }
 
-// On CUPTI's thread (or a flushing one). Parsing calls are not counted by the door: fault
-// injection stays deterministic for the threads that arm it.
+// On CUPTI's thread (or a flushing one): queued for the session's parser and back at once,
+// since switching collection off waits for CUPTI's thread (parsing here held a launch's
+// cuptiActivityDisable for as long as a full buffer took).
 void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
                                std::size_t valid) {
+  if (the_session) {
+    SessionAccess::hand_over(*the_session, buffer, valid);
+  } else {
+    ::operator delete(buffer, std::align_val_t(buffer_align));
+  }
+}
+
+// Files the records of one buffer with their launches, then frees it (on the session's parser
+// or a reader). Parsing calls are not counted by the door: fault injection stays deterministic
+// for the threads that arm it.
+void parse_buffer(std::uint8_t* buffer, std::size_t valid) {
   CUpti_Activity* activity = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid, &activity) == CUPTI_SUCCESS) {
     const CUpti_ActivityKind record_kind = activity->kind;  // CUPTI's, not a command's
@@ -232,7 +248,42 @@ Session* Session::acquire(std::string& why) {
   why.clear();
   if (!start(why)) return nullptr;
   the_session = new Session();
+  std::thread(&Session::parse_handed_over, the_session).detach();  // lives as long as it
   return the_session;
+}
+
+void Session::hand_over(std::uint8_t* buffer, std::size_t valid) {
+  {
+    std::lock_guard lock(handed_mutex_);
+    handed_.emplace_back(buffer, valid);
+  }
+  handed_cv_.notify_one();
+}
+
+void Session::parse_handed_over() {
+  for (;;) {
+    {
+      std::unique_lock lock(handed_mutex_);
+      handed_cv_.wait(lock, [&] { return !handed_.empty(); });
+    }
+    parse_now();
+  }
+}
+
+void Session::parse_now() {
+  // One parser at a time, so that a reader returns only once a buffer the worker had taken is
+  // filed too.
+  std::lock_guard parsing(parse_mutex_);
+  for (;;) {
+    std::pair<std::uint8_t*, std::size_t> next;
+    {
+      std::lock_guard lock(handed_mutex_);
+      if (handed_.empty()) return;
+      next = handed_.front();
+      handed_.pop_front();
+    }
+    parse_buffer(next.first, next.second);
+  }
 }
 
 void Session::route(std::uint32_t correlation, const Record& record) {
@@ -289,6 +340,7 @@ std::string Session::collect(unsigned what, bool on) {
 void Session::flush(bool forced) {
   CMDGRAPH_CUPTI(no_command, cuptiActivityFlushAll,
                  forced ? static_cast<std::uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) : 0u);
+  parse_now();
 }
 
 std::int64_t Session::steady_to_cupti() {

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -108,8 +109,9 @@ class Session {
   };
 
   /// Hands every buffer whose records are complete over to the launches they belong to
-  /// (blocking; not for the launch path). `forced`: buffers holding records still open too,
-  /// which CUPTI then never completes. Throws Error on a failed call.
+  /// (blocking; not for the launch path), and files their records before returning. `forced`:
+  /// buffers holding records still open too, which CUPTI then never completes. Throws Error
+  /// on a failed call.
   void flush(bool forced);
   /// What to add to a steady_clock time, in nanoseconds since its epoch, to place it on
   /// CUPTI's clock. Throws Error on a failed call.
@@ -132,19 +134,30 @@ class Session {
  private:
   Session() = default;
   friend struct SessionAccess;
+  // A buffer CUPTI completed, queued for parse_handed_over (a thread of the session's own).
+  void hand_over(std::uint8_t* buffer, std::size_t valid);
+  [[noreturn]] void parse_handed_over();
+  // Parses every buffer queued, on this thread.
+  void parse_now();
   void route(std::uint32_t correlation, const Record& record);
   void open(std::uint32_t correlation, const std::shared_ptr<LaunchRecords>& into);
   std::string collect(unsigned what, bool on);
 
-  mutable std::mutex mutex_;  // what CUPTI's buffer callbacks route: launches, losses
+  mutable std::mutex mutex_;  // what the parser routes to: launches, losses
   std::vector<std::pair<std::uint32_t, std::weak_ptr<LaunchRecords>>> launches_;
   Lost lost_;
   // Switching collection: never held with mutex_, since switching it off can wait for
-  // CUPTI's thread, which may be routing records under mutex_ (run 53 hung there).
+  // CUPTI's thread (run 53 hung when that thread routed records under mutex_).
   mutable std::mutex collect_mutex_;
   int collecting_[3] = {};  // holders of each work bit: kernels, copies, fills
   std::deque<Record> unclaimed_;  // the latest, oldest first
+  // Buffers handed over and not parsed yet; parse_mutex_ is held by whoever parses them.
+  std::mutex handed_mutex_;
+  std::condition_variable handed_cv_;
+  std::deque<std::pair<std::uint8_t*, std::size_t>> handed_;
+  std::mutex parse_mutex_;
 };
+
 
 /// While alive, records which nodes the graph calls of this thread clone (an instantiation
 /// clones every node of the graph): CUPTI's id of each original and of its clone, in order.
