@@ -208,6 +208,7 @@ TEST_CASE("plan.shaping.costs_delay_no_command_on_the_most_overlapping_lanes" *
           doctest::timeout(120)) {
   const DagShape shapes[] = {DagShape::layered, DagShape::random, DagShape::shuffled,
                              DagShape::fan};
+  CHECK(detail::shaping_launch_unit == 500ns);  // as the docs say: what a graph node takes
   std::size_t shaped = 0, added = 0;
   for (std::uint32_t seed = 0; seed < 80; ++seed) {
     const Dag dag = random_dag(shapes[seed % 4], 10 + seed * 4, 300 + seed);
