@@ -5,6 +5,7 @@
 #include <cmdgraph/command_buffer.hpp>
 #include <cmdgraph/error.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
