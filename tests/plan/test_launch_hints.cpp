@@ -250,10 +250,11 @@ TEST_CASE("plan.cost.costs_from_refuses_a_profile_of_other_commands" * doctest::
         "compile may read it on any thread: it cannot take costs from a profile any more");
 }
 
-TEST_CASE("plan.update_sees_priorities_and_edge_kinds" * doctest::timeout(30)) {
+TEST_CASE("plan.update_sees_priorities_and_edge_kinds_not_costs" * doctest::timeout(30)) {
   auto record = [](CommandBuffer& cmd, Priority priority, EdgeKind kind) {
     auto a = cmd.parallel_for(8, Nothing{}).named("a").priority(priority);
     cmd.parallel_for(8, Nothing{}).named("b").after(a, kind);
+    return Command(a);
   };
   CommandBuffer cmd("step");
   record(cmd, Priority::high, EdgeKind::full);
@@ -263,6 +264,10 @@ TEST_CASE("plan.update_sees_priorities_and_edge_kinds" * doctest::timeout(30)) {
   record(urgent, Priority::low, EdgeKind::full);
   record(early, Priority::high, EdgeKind::programmatic);
   CHECK_FALSE(exe.update(same).reinstantiated);
+  // Costs are hints: another cost is no other structure (a shaped graph keeps its lanes).
+  CommandBuffer costly("step");
+  record(costly, Priority::high, EdgeKind::full).cost(5us);
+  CHECK_FALSE(exe.update(costly).reinstantiated);
   auto e = CMDGRAPH_EXPECT_ERROR(exe.update(urgent), errc::update_refused);
   REQUIRE(e);
   CHECK(mentions(*e, "command 'a' has another priority"));
