@@ -2,7 +2,8 @@
 // (every launch, and one launch in 100), against a raw CUDA graph of the same shape and a
 // CUPTI probe written by hand (concurrent-kernel activity on a replayed raw graph, records read
 // through buffer callbacks), in the same process. Shapes: a chain of 1,000 kernels and 8
-// independent chains of 125, empty or spinning ~10 us. Trials alternate; medians; ratios.
+// independent chains of 125, empty or spinning ~10 us. Trials alternate; medians; ratios; and
+// the host's time per launch call of the traced modes.
 //
 // cmdgraph's phase runs first, then the probe's: CUPTI has one set of buffer callbacks per
 // process, and the probe registering its own takes them from cmdgraph's session for good.
@@ -122,11 +123,21 @@ void launch_raw(cudaGraphExec_t exec, cudaStream_t stream) {
 using Medians = std::map<std::string, double>;
 std::map<std::string, Medians> results;  // per shape
 
-double per_launch(cudaStream_t stream, int launches, const std::function<void()>& one) {
+// Device time per launch; `host_us`, when given, gets the host's time per launch call (the
+// launches are enqueued back to back: when the host takes longer than the GPU, the GPU waits).
+double per_launch(cudaStream_t stream, int launches, const std::function<void()>& one,
+                  double* host_us = nullptr) {
   return bench::device_us(stream, [&] {
+           const auto start = std::chrono::steady_clock::now();
            for (int i = 0; i < launches; ++i) one();
+           if (host_us) {
+             *host_us = std::chrono::duration<double, std::micro>(
+                            std::chrono::steady_clock::now() - start).count() / launches;
+           }
          }) / launches;
 }
+
+std::map<std::string, std::map<std::string, std::vector<double>>> host_times;  // shape, mode
 
 // What both phases measure on: a queue, its stream, and the raw graph of a shape.
 struct Stage {
@@ -170,7 +181,9 @@ void ours(const Shape& s) {
       std::printf("  %s, trial %d: CUPTI executable compiled at %.1f s\n", s.name.c_str(),
                   trial, seconds());
       traced.launch(q).wait();  // its upload
-      one["cupti"] = per_launch(stream, s.launches, [&] { traced.launch(q); });
+      double host = 0;
+      one["cupti"] = per_launch(stream, s.launches, [&] { traced.launch(q); }, &host);
+      if (trial) host_times[s.name]["CUPTI mode"].push_back(host);
       q.wait();
       std::printf("  %s, trial %d: %d CUPTI launches done at %.1f s\n", s.name.c_str(), trial,
                   s.launches, seconds());
@@ -275,11 +288,13 @@ void probe(const Shape& s) {
     for (const ProbeVariant& v : probe_variants) {
       if (!v.switched_per_launch) collect(v.kinds, true);
       const cudaGraphExec_t exec = v.instantiated_under_four ? traced_four : traced;
+      double host = 0;
       const double pu = per_launch(stream, s.launches, [&] {
         if (v.switched_per_launch) collect(v.kinds, true);
         launch_raw(exec, stream);
         if (v.switched_per_launch) collect(v.kinds, false);
-      });
+      }, &host);
+      if (trial) host_times[s.name][v.name].push_back(host);
       if (!v.switched_per_launch) collect(v.kinds, false);
       if (trial) p[v.name].push_back(pu);
     }
@@ -324,6 +339,9 @@ void report(const Shape& s) {
       bench::row(std::string("  ") + v.name + " against raw",
                  m["raw graph (probe phase)"], m[v.name], "us", "(CUPTI's own cost)");
     }
+  }
+  for (auto& [mode, v] : host_times[s.name]) {
+    std::printf("  host time per launch call, %-36s %9.1f us\n", mode.c_str(), bench::median(v));
   }
   std::printf("%-52s %+12.3f us (events %+.3f us, probe %+.3f us)\n",
               "  overhead per command, CUPTI mode", (m["cupti"] - base) / s.kernels(),
