@@ -1,9 +1,12 @@
 // Graph shaping (CompileOptions::shape) against the raw graph a hand builds of the same DAG, in
-// the same process: device time per replay and host time of one launch, for each shaping.
+// the same process: device time per replay and host time of one launch, for each shaping;
+// "automatic" is the default with every kernel's cost given (its spin time), "uniform" counts
+// each kernel as one unit. The default without costs is the plan's graph, as "off".
 #include "bench_support.cuh"
 
 #include <cmdgraph/cmdgraph.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <set>
@@ -62,15 +65,24 @@ Parents random_dag(int n) {
   return parents;
 }
 
+// How long each vertex's kernel spins, in SM cycles.
+using Cycles = std::vector<long long>;
+
+// About 1.98 cycles a nanosecond: the H200's SM clock under load.
+std::chrono::nanoseconds cost_of(long long cycles) {
+  return std::chrono::nanoseconds(static_cast<long long>(static_cast<double>(cycles) / 1.98));
+}
+
 // The graph a hand builds: one kernel node per vertex, an edge per parent.
-cudaGraphExec_t raw_exec(const Parents& parents, long long cycles, cudaStream_t s) {
+cudaGraphExec_t raw_exec(const Parents& parents, const Cycles& cycles, cudaStream_t s) {
   cudaGraph_t g;
   BENCH_CUDA(cudaGraphCreate(&g, 0));
-  void* args[] = {&cycles};
-  cudaKernelNodeParams p = bench::one_thread_node(&busy_kernel, args);
   std::vector<cudaGraphNode_t> nodes(parents.size());
   std::vector<cudaGraphNode_t> deps;
   for (std::size_t v = 0; v < parents.size(); ++v) {
+    long long spin = cycles[v];
+    void* args[] = {&spin};  // copied by cudaGraphAddKernelNode
+    cudaKernelNodeParams p = bench::one_thread_node(&busy_kernel, args);
     deps.clear();
     for (int q : parents[v]) deps.push_back(nodes[q]);
     BENCH_CUDA(cudaGraphAddKernelNode(&nodes[v], g, deps.data(), deps.size(), &p));
@@ -82,12 +94,14 @@ cudaGraphExec_t raw_exec(const Parents& parents, long long cycles, cudaStream_t 
   return exec;
 }
 
-Executable ours(const Parents& parents, long long cycles, GraphShape shape) {
+// `costs`: each kernel's cost() is its spin time (0 for an empty kernel).
+Executable ours(const Parents& parents, const Cycles& cycles, GraphShape shape, bool costs) {
   CommandBuffer cmd("dag");
   std::vector<Command> c;
   c.reserve(parents.size());
   for (std::size_t v = 0; v < parents.size(); ++v) {
-    c.push_back(cmd.launch(&busy_kernel, LaunchConfig{{1}, {1}}, cycles));
+    c.push_back(cmd.launch(&busy_kernel, LaunchConfig{{1}, {1}}, cycles[v]));
+    if (costs) c.back().cost(cost_of(cycles[v]));
     for (int q : parents[v]) c.back().after(c[q]);
   }
   return compile(cmd, Device::cuda(0), {.backend = Backend::cuda_graph, .shape = shape});
@@ -96,18 +110,28 @@ Executable ours(const Parents& parents, long long cycles, GraphShape shape) {
 struct Variant {
   const char* name;
   GraphShape shape;
+  bool costs;
 };
 
-void measure(const char* what, const Parents& parents, long long cycles, Queue& queue) {
+void measure(const char* what, const Parents& parents, const Cycles& cycles, Queue& queue) {
   cudaStream_t s = queue.native_handle();
-  const Variant variants[] = {{"off", GraphShape::off()},
-                              {"automatic", GraphShape::automatic()},
-                              {"lanes(8)", GraphShape::lanes(8)},
-                              {"lanes(32)", GraphShape::lanes(32)}};
+  const Variant variants[] = {{"off", GraphShape::off(), false},
+                              {"uniform", GraphShape::uniform(), false},
+                              {"automatic", GraphShape::automatic(), true},
+                              {"lanes(8)", GraphShape::lanes(8), false},
+                              {"lanes(32)", GraphShape::lanes(32), false}};
   constexpr int count = sizeof(variants) / sizeof(variants[0]);
+  {
+    // The default without costs must be the plan's graph.
+    Executable bare = ours(parents, cycles, GraphShape::automatic(), false);
+    if (bare.stats().shape_lanes != 0) {
+      std::printf("FAIL: %s: automatic without costs shaped the graph (%s)\n", what,
+                  bare.stats().shape_reason.c_str());
+    }
+  }
   cudaGraphExec_t raw = raw_exec(parents, cycles, s);
   std::vector<Executable> exes;
-  for (const Variant& v : variants) exes.push_back(ours(parents, cycles, v.shape));
+  for (const Variant& v : variants) exes.push_back(ours(parents, cycles, v.shape, v.costs));
   std::vector<double> replay[count + 1], host[count + 1];
   for (int trial = 0; trial <= trials; ++trial) {  // the first is a warm-up
     for (int i = 0; i <= count; ++i) {
@@ -149,9 +173,17 @@ void measure(const char* what, const Parents& parents, long long cycles, Queue& 
 
 int main(int argc, char** argv) {
   if (bench::no_gpu("bench_shaping")) return 0;
-  // About 2 and 20 us at the H200's ~1.98 GHz.
-  const std::pair<const char*, long long> kernels[] = {{"empty", 0}, {"~2 us", 4'000},
-                                                       {"~20 us", 40'000}};
+  // About 2 and 20 us at the H200's ~1.98 GHz; "mixed": every 8th kernel ~20 us, the
+  // others ~2 us (where counting units misleads).
+  const char* kernels[] = {"empty", "~2 us", "~20 us", "mixed"};
+  auto cycles_of = [](const char* kernel, std::size_t n) {
+    const std::string k = kernel;
+    Cycles c(n, k == "empty" ? 0 : k == "~2 us" ? 4'000 : 40'000);
+    if (k == "mixed") {
+      for (std::size_t v = 0; v < n; ++v) c[v] = v % 8 == 7 ? 40'000 : 4'000;
+    }
+    return c;
+  };
   struct Dag {
     std::string name;
     Parents parents;
@@ -168,9 +200,9 @@ int main(int argc, char** argv) {
   Queue queue(Device::cuda(0));
   for (const Dag& d : dags) {
     if (!only.empty() && d.name.find(only) == std::string::npos) continue;
-    for (const auto& [kernel, cycles] : kernels) {
+    for (const char* kernel : kernels) {
       const std::string what = d.name + ", " + kernel;
-      measure(what.c_str(), d.parents, cycles, queue);
+      measure(what.c_str(), d.parents, cycles_of(kernel, d.parents.size()), queue);
     }
   }
   return 0;

@@ -5,6 +5,7 @@
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/priority.hpp>
 
+#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -87,6 +88,7 @@ void add_edges(CommandRef child, const CommandRef* parents, std::size_t count,
                EdgeKind kind = EdgeKind::full);
 void set_name(CommandRef command, std::string_view name);
 void set_priority(CommandRef command, PriorityRequest priority);
+void set_cost(CommandRef command, std::chrono::nanoseconds cost);
 void set_programmatic_safe(CommandRef command);
 std::string command_name(CommandRef command);
 
@@ -237,6 +239,27 @@ class BasicCommand {
   }
   /// priority(int) on a temporary handle; returns it as an rvalue.
   Self&& priority(int native_priority) && { return std::move(this->priority(native_priority)); }
+
+  /// Says roughly how long the command runs on the device, for graph shaping: with a cost on
+  /// every command that takes a lane, the cuda_graph backend's default shaping
+  /// (GraphShape::automatic) adds lane edges that make CUDA's launch cheap without starting
+  /// any command later than the plan's own edges would (see GraphShape). A hint: it changes
+  /// what no command does, and a rough figure serves (a profile's duration, or
+  /// CommandBuffer::costs_from to take them all from one). Barriers and events take no time
+  /// whatever their cost; only the compiled buffer's own commands count (not those of
+  /// buffers it executes, nor bodies). May be given after compile() too, for the next
+  /// compile() of the buffer; an executable keeps the costs it was compiled with, and
+  /// update() keeps its graph's shape.
+  /// \pre A valid handle (else Error, as for after()); `cost` >= 0, else
+  /// Error(invalid_argument) naming the command; the buffer does not run inside another
+  /// (execute(), a conditional body), else Error(wrong_state). A refusal changes nothing.
+  /// \post The command's cost is `cost` (the last one given). Returns this handle.
+  Self& cost(std::chrono::nanoseconds cost) & {
+    detail::set_cost(ref_, cost);
+    return self();
+  }
+  /// cost() on a temporary handle; returns it as an rvalue.
+  Self&& cost(std::chrono::nanoseconds cost) && { return std::move(this->cost(cost)); }
 
   /// Declares that the command reads `memory`: a View, Buffer or HostBuffer, or a subview()
   /// for part of one. `label` names it in hazard errors and DOT (else its address). Kernels,

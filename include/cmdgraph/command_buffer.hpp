@@ -32,6 +32,7 @@
 namespace cmdgraph {
 
 class CommandBuffer;
+struct Profile;
 
 namespace detail {
 class Recording;
@@ -70,6 +71,25 @@ class CommandBuffer {
   bool sealed() const;
   /// Starts an empty recording; handles from before become stale.
   void reset();
+  /// Gives every command of this buffer its measured duration as its cost (see
+  /// BasicCommand::cost): command i gets the duration of `profile.commands[i]`, from
+  /// Executable::last_profile() of an executable compiled from this buffer (or from an earlier
+  /// recording of the same commands). Works on a compiled buffer, so that its next compile()
+  /// shapes by the times the profile measured:
+  /// \code
+  /// Executable probe = compile(cmd, gpu, {.profile = true});
+  /// probe.launch(queue).wait();
+  /// cmd.costs_from(probe.last_profile());
+  /// Executable fast = compile(cmd, gpu);  // shaped by those costs
+  /// \endcode
+  /// \pre The profile is of an executable of this buffer's name (else Error(invalid_argument)
+  /// naming both), with as many top-level commands (else Error(invalid_argument) giving both
+  /// counts), each of the same kind as this buffer's command at its place (else
+  /// Error(invalid_argument) naming the command); the buffer does not run inside another
+  /// (execute(), a conditional body), else Error(wrong_state). A refusal changes no cost.
+  /// \post Every command's cost is its profiled duration, rounded to whole nanoseconds
+  /// (commands the profile could not time get 0).
+  void costs_from(const Profile& profile);
 
   /// Launches `kernel` with `args` converted to its parameter types. The converted arguments
   /// are copied into the recording. A wrong argument list does not compile, nor does a

@@ -7,39 +7,54 @@ namespace cmdgraph {
 /// cost grows with how irregular a graph is: a random DAG of 1,000 empty kernels cost ~260 us a
 /// launch on an H200, the same kernels with "lane" edges (each kernel after the one before it
 /// on one of 8 lanes) ~13 us. Lane edges also order kernels that could have run together: a
-/// short kernel may wait behind a long one it never depended on. cmdgraph does not know how
-/// long kernels run, so shaping is off unless asked for (CompileOptions::shape). Other
-/// backends ignore it (the streams backend has lanes of its own).
+/// short kernel may wait behind a long one it never depended on. Only commands' durations
+/// tell which lanes are safe, so the default, automatic(), shapes only when every command
+/// that takes a lane has a cost (BasicCommand::cost, CommandBuffer::costs_from). Commands
+/// with a priority of their own take no lane, nor do barriers and events; every recorded edge
+/// still holds in a shaped graph. Other backends ignore it (the streams backend has lanes of
+/// its own). ExecutableStats::shape_reason says what was chosen and why.
 class GraphShape {
  public:
-  /// As many lanes as the plan's widest level has commands: counting each command as one unit
-  /// of time, no command then starts later than without lanes, so a graph of kernels that run
-  /// about as long as each other replays no slower (on the H200: 0.69-0.96x of a hand-built
-  /// graph of random DAGs, launch host cost 0.17-0.40x). Kernels of very different lengths
-  /// break that count: a short one may wait behind a long one. No shaping when it would add
-  /// no edge. ExecutableStats::shape_reason says what it chose.
+  /// The default. With a cost on every command that takes a lane: each command takes
+  /// max(cost, 0.5 us) (what a graph node takes at least), barriers and events none; commands
+  /// are placed at their earliest starts along the plan's edges, and get as many lanes as the
+  /// most of them that run at once then, so that no command starts later, in that model,
+  /// than without lanes. Each goes to the lane of a parent it follows when that lane is free,
+  /// else to the lane idle longest, after the command before it there; the plan's edges those
+  /// lanes imply are dropped. Without every cost the graph keeps exactly the plan's (reduced)
+  /// edges, as off() does, and shape_reason counts the commands with none. No shaping either
+  /// when the lanes would add no edge (chains, fork-joins).
   static constexpr GraphShape automatic() noexcept { return GraphShape(Mode::automatic, 0); }
-  /// The graph keeps exactly the plan's (reduced) edges (the default).
+  /// As automatic(), counting every command that takes a lane as one unit of time, costs or
+  /// none: the lanes are as many as the plan's widest level. Kernels that run about as long
+  /// as each other then replay no slower (on the H200: 0.69-0.96x of a hand-built graph of
+  /// random DAGs, launch host cost 0.17-0.40x); with kernels of very different lengths a
+  /// short one may wait behind a long one.
+  static constexpr GraphShape uniform() noexcept { return GraphShape(Mode::uniform, 0); }
+  /// The graph keeps exactly the plan's (reduced) edges.
   static constexpr GraphShape off() noexcept { return GraphShape(Mode::off, 0); }
   /// Commands list-scheduled onto `n` lanes, critical path first, each after the command
-  /// before it on its lane; then the edges those imply are dropped. `n` must be at least 1
-  /// (else compile() throws Error(invalid_argument)); 1 makes the graph one chain. Few lanes
-  /// suit short kernels (8 lanes: random DAGs of empty kernels replay at 0.39-0.66x, with
-  /// ~20 us kernels at up to 5x). Commands with a priority of their own take no lane.
+  /// before it on its lane; then the edges those imply are dropped. The schedule counts each
+  /// command's cost (as automatic() does) when every command that takes a lane has one, else
+  /// each as one unit. `n` must be at least 1 (else compile() throws Error(invalid_argument));
+  /// 1 makes the graph one chain. Few lanes suit short kernels (8 lanes: random DAGs of empty
+  /// kernels replay at 0.39-0.66x, with ~20 us kernels at up to 5x).
   static constexpr GraphShape lanes(unsigned n) noexcept { return GraphShape(Mode::lanes, n); }
 
   /// True for automatic().
   constexpr bool is_automatic() const noexcept { return mode_ == Mode::automatic; }
+  /// True for uniform().
+  constexpr bool is_uniform() const noexcept { return mode_ == Mode::uniform; }
   /// True for off().
   constexpr bool is_off() const noexcept { return mode_ == Mode::off; }
-  /// The lanes lanes(n) asked for; 0 for off() and automatic().
+  /// The lanes lanes(n) asked for; 0 for the other modes.
   constexpr unsigned lane_count() const noexcept { return lanes_; }
 
   /// True when both ask for the same shaping (and lane count).
   friend constexpr bool operator==(GraphShape, GraphShape) noexcept = default;
 
  private:
-  enum class Mode : unsigned char { automatic, off, lanes };
+  enum class Mode : unsigned char { automatic, uniform, off, lanes };
   constexpr GraphShape(Mode mode, unsigned lanes) noexcept : mode_(mode), lanes_(lanes) {}
   Mode mode_;
   unsigned lanes_;

@@ -11,6 +11,7 @@
 #include <cmdgraph/detail/collectives.hpp>
 #include <cmdgraph/detail/specs.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -221,6 +222,7 @@ struct RunHints {
   std::optional<PriorityRequest> priority;  // priority(); its kernels' and its bodies'
   bool programmatic_safe = false;  // a kernel that waits for its parents itself: edges into
                                    // it from kernels are programmatic
+  std::optional<std::chrono::nanoseconds> cost;  // cost(), costs_from(): for graph shaping
 };
 
 /// One recorded command: what it does and its name (its own, or "kind#index").

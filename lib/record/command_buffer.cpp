@@ -151,7 +151,7 @@ Command CommandBuffer::execute(CommandBuffer& secondary) {
   const Recording::ReadGuard reading(*secondary.rec_);
   const detail::Recording* const body = secondary.rec_.get();
   rec.require_nestable(CommandKind::nested, {&body, 1});
-  secondary.rec_->seal();
+  secondary.rec_->seal_as_body();
   return Command(rec.add(detail::NestedPayload{secondary.rec_}));
 }
 
@@ -183,7 +183,7 @@ detail::CommandRef add_conditional(const std::shared_ptr<Recording>& self,
   P payload;
   payload.bodies.assign(bodies.begin(), bodies.end());
   payload.condition = {rec.arguments().add(spec.condition), spec.host, spec.device_kernel};
-  for (const auto& body : bodies) body->seal();
+  for (const auto& body : bodies) body->seal_as_body();
   return rec.add(std::move(payload));
 }
 

@@ -7,9 +7,11 @@
 #include "command/payloads.hpp"
 
 #include <cmdgraph/command.hpp>
+#include <cmdgraph/profile.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,6 +35,12 @@ class Recording {
   bool sealed() const noexcept { return sealed_.load(std::memory_order_acquire); }
   /// Seals the recording; safe from several threads reading it at once (see ReadGuard).
   void seal() noexcept { sealed_.store(true, std::memory_order_release); }
+  /// Seals it as the body of another (execute, a conditional): compiles of other buffers then
+  /// read it from any thread with no guard, so not even its costs may change any more.
+  void seal_as_body() noexcept {
+    body_.store(true, std::memory_order_release);
+    seal();
+  }
 
   /// Appends a command, after the last barrier if there is one. Throws when sealed, and
   /// Error(foreign_handle) naming it, with the values it stored dropped, when one of them
@@ -63,6 +71,12 @@ class Recording {
   /// Records priority() of command `index`; Error(invalid_argument) for a value that is not
   /// a Priority enumerator.
   void set_priority(std::uint32_t index, PriorityRequest priority);
+  /// Records cost() of command `index`. Allowed once compiled (a hint: no command changes);
+  /// Error(wrong_state) once the recording runs as a body, Error(invalid_argument) naming the
+  /// command for a negative cost.
+  void set_cost(std::uint32_t index, std::chrono::nanoseconds cost);
+  /// Each command's cost from `profile` (CommandBuffer::costs_from); all or nothing.
+  void set_costs(const Profile& profile);
   /// Records programmatic_safe() of command `index` (a kernel, by its handle's type).
   void set_programmatic_safe(std::uint32_t index);
   /// Closes the current barrier segment: every command since the previous barrier (or that
@@ -125,10 +139,13 @@ class Recording {
 
  private:
   void refuse_foreign_transients(CommandKind kind);
+  // Error(wrong_state) once the recording runs as a body; `what` names what was given.
+  void require_costs_open(const std::string& what) const;
 
   std::uint64_t id_;
   std::string name_;
   std::atomic<bool> sealed_{false};
+  std::atomic<bool> body_{false};  // sealed as another's body (seal_as_body)
   std::vector<CommandRecord> commands_;
   std::vector<Edge> edges_;
   std::vector<Edge> programmatic_edges_;

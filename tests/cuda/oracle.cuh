@@ -8,8 +8,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <set>
+#include <span>
 #include <string>
 
 namespace cmdgraph::testing {
@@ -36,11 +38,12 @@ inline void declare_edges(std::vector<Command>& c, const Dag& dag, View<int> cel
 
 // Vertex v is a raw kernel launch (every 4th, unless `portable`), a 300-element parallel_for
 // (every 3rd) or a one-element parallel_for. Edges are recorded, or declared as access to
-// `cells` when it is not empty (declare_edges).
+// `cells` when it is not empty (declare_edges). `costs`: each vertex's cost() when not empty.
 inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
                            const std::function<TicketBoard(std::uint32_t)>& board_for,
                            bool portable, View<int> cells = {},
-                           EdgeKind kind = EdgeKind::full) {
+                           EdgeKind kind = EdgeKind::full,
+                           std::span<const std::chrono::nanoseconds> costs = {}) {
   Recorded r;
   r.elements.assign(dag.size, 1);
   auto is_kernel = [&](std::size_t v) { return !portable && v % 4 == 1; };
@@ -59,6 +62,7 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
     } else {
       c.push_back(cmd.parallel_for(r.elements[v], t));
     }
+    if (!costs.empty()) c.back().cost(costs[v]);
   }
   if (cells.size() == 0) {
     for (const auto& [p, k] : dag.edges) c[k].after(c[p], kind);
@@ -72,19 +76,20 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
 /// the oracle found wrong (empty when every edge and count held). `inferred`: the edges are
 /// declared as access (declare_edges) and compiled with Hazards::infer. `kind`: of every
 /// recorded edge (the ticket kernels wait for their parents first, as programmatic edges ask).
-/// `shape`: CompileOptions::shape.
+/// `shape`: CompileOptions::shape; `costs`: each vertex's cost() when not empty.
 inline std::string run_on_gpu(const Dag& dag, Backend backend, unsigned max_streams,
                               std::uint32_t launches, Observations* out = nullptr,
                               bool portable = false, Device gpu = Device::cuda(0),
                               bool inferred = false, EdgeKind kind = EdgeKind::full,
                               ExecutableStats* stats = nullptr,
-                              GraphShape shape = GraphShape::automatic()) {
+                              GraphShape shape = GraphShape::automatic(),
+                              std::span<const std::chrono::nanoseconds> costs = {}) {
   DeviceBoard board(gpu, dag.size * launches);
   const Buffer<int> cells(gpu, std::max<std::size_t>(inferred ? dag.edges.size() : 0, 1));
   CommandBuffer cmd("oracle");
   const Recorded r = record_dag(cmd, dag, [&](std::uint32_t per) {
     return board.board(static_cast<std::uint32_t>(dag.size), per, launches);
-  }, portable, inferred ? cells.view() : View<int>{}, kind);
+  }, portable, inferred ? cells.view() : View<int>{}, kind, costs);
   Executable exe = compile(cmd, gpu, {.backend = backend, .max_streams = max_streams,
                                       .hazards = inferred ? Hazards::infer : Hazards::automatic,
                                       .shape = shape});

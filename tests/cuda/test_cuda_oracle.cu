@@ -6,8 +6,10 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,25 +37,93 @@ TEST_CASE("cuda.oracle.random_dags_both_backends" * doctest::timeout(600)) {
   }
 }
 
+namespace {
+
+// Random costs for `n` commands: nothing, a few microseconds, tens of them, or any.
+std::vector<std::chrono::nanoseconds> random_costs(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::chrono::nanoseconds> costs(n);
+  for (auto& c : costs) {
+    const std::uint32_t pick = rng() % 4;
+    c = std::chrono::nanoseconds(pick == 0 ? 0 : pick == 1 ? 2'000 : pick == 2 ? 20'000
+                                                                             : rng() % 50'000);
+  }
+  return costs;
+}
+
+}  // namespace
+
 // Shaped graphs (lane edges, CompileOptions::shape) keep every edge of the recording, on every
-// lane count; shaping random DAGs adds lane edges, so the oracle sees a graph that differs.
+// lane count, counting units or costs; shaping random DAGs adds lane edges, so the oracle sees
+// a graph that differs. The default, automatic, shapes only with every cost given.
 TEST_CASE("cuda.oracle.shaped_graphs_keep_every_edge" * doctest::timeout(300)) {
   const DagShape shapes[] = {DagShape::random, DagShape::layered, DagShape::shuffled};
-  std::size_t added = 0;
+  struct Shaping {
+    GraphShape shape;
+    bool costs;
+  };
+  const Shaping shapings[] = {{GraphShape::automatic(), false}, {GraphShape::automatic(), true},
+                              {GraphShape::uniform(), false},   {GraphShape::lanes(1), false},
+                              {GraphShape::lanes(3), false},    {GraphShape::lanes(3), true},
+                              {GraphShape::lanes(8), false}};
+  std::size_t added = 0, by_cost = 0;
   for (std::uint32_t i = 0; i < 30; ++i) {
     const Dag dag = random_dag(shapes[i % 3], 10 + i * 60, 9000 + i);
     CAPTURE(dag.describe());
-    for (const GraphShape shape : {GraphShape::automatic(), GraphShape::lanes(1),
-                                   GraphShape::lanes(3), GraphShape::lanes(8)}) {
+    const auto costs = random_costs(dag.size, 9000 + i);
+    for (const Shaping& s : shapings) {
       ExecutableStats stats;
-      const std::string wrong = run_on_gpu(dag, Backend::cuda_graph, 4, 2, nullptr, false,
-                                           Device::cuda(0), false, EdgeKind::full, &stats, shape);
+      const std::string wrong =
+          run_on_gpu(dag, Backend::cuda_graph, 4, 2, nullptr, false, Device::cuda(0), false,
+                     EdgeKind::full, &stats, s.shape,
+                     s.costs ? std::span<const std::chrono::nanoseconds>(costs)
+                             : std::span<const std::chrono::nanoseconds>());
       CHECK_MESSAGE(wrong.empty(), stats.shape_reason << ": " << wrong);
       added += stats.edges_shape_added;
-      if (shape == GraphShape::lanes(3) && dag.size >= 100) CHECK(stats.shape_lanes == 3);
+      if (s.shape == GraphShape::lanes(3) && dag.size >= 100) CHECK(stats.shape_lanes == 3);
+      if (s.shape == GraphShape::automatic() && !s.costs) {
+        CHECK(stats.shape_lanes == 0);  // as unshaped as off()
+        CHECK_MESSAGE(stats.shape_reason.find("have no cost") != std::string::npos,
+                      stats.shape_reason);
+      }
+      if (s.shape == GraphShape::automatic() && s.costs) by_cost += stats.edges_shape_added;
     }
   }
   CHECK(added > 0);
+  CHECK(by_cost > 0);
+}
+
+// An update in place keeps the graph's shape: costs that would shape it otherwise change no
+// edge of the instantiated graph (CUDA updates none), and every edge still holds.
+TEST_CASE("cuda.oracle.update_keeps_the_shape" * doctest::timeout(120)) {
+  // Layered: these costs give 45 lanes, the others 31 (random DAGs of 300 start 61 sources
+  // at once, and the lanes follow them whatever the costs).
+  const Dag dag = random_dag(DagShape::layered, 300, 77);
+  constexpr std::uint32_t launches = 2;
+  DeviceBoard board(Device::cuda(0), dag.size * launches);
+  auto board_for = [&](std::uint32_t per) {
+    return board.board(static_cast<std::uint32_t>(dag.size), per, launches);
+  };
+  const auto costs = random_costs(dag.size, 1), others = random_costs(dag.size, 2);
+  CommandBuffer cmd("oracle"), again("oracle");
+  const Recorded r = record_dag(cmd, dag, board_for, false, {}, EdgeKind::full, costs);
+  record_dag(again, dag, board_for, false, {}, EdgeKind::full, others);
+  Executable exe = compile(cmd, Device::cuda(0));
+  REQUIRE(exe.backend() == Backend::cuda_graph);
+  const ExecutableStats shaped = exe.stats();
+  CAPTURE(shaped.shape_reason);
+  REQUIRE(shaped.shape_lanes > 0);
+  // Shaped anew, the other costs give other lanes: the update in place must not take them.
+  Executable fresh = compile(again, Device::cuda(0));
+  CHECK(fresh.stats().shape_lanes != shaped.shape_lanes);
+  const UpdateResult result = exe.update(again);  // throws update_refused if CUDA refused
+  CHECK_FALSE(result.reinstantiated);
+  CHECK(exe.stats().shape_reason == shaped.shape_reason);
+  Queue q(Device::cuda(0));
+  for (std::uint32_t k = 0; k < launches; ++k) exe.launch(q);
+  q.wait();
+  const std::string wrong = check_order(dag, board.read(), launches, r.elements);
+  CHECK_MESSAGE(wrong.empty(), wrong);
 }
 
 TEST_CASE("cuda.oracle.inferred_edges_both_backends" * doctest::timeout(300)) {

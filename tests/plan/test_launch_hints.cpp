@@ -1,6 +1,8 @@
 // How commands ask to run beside what they do: programmatic edges (recorded, or into kernels
-// declared programmatic-safe) and priorities, through recording, planning, updates and DOT.
+// declared programmatic-safe), priorities and costs (given, or taken from a profile), through
+// recording, planning, updates and DOT.
 #include "plan/plan.hpp"
+#include "plan/shaping.hpp"
 #include "record/recording.hpp"
 #include "support/expect_error.hpp"
 #include "support/ordering_oracle.hpp"
@@ -10,14 +12,18 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <string>
+#include <thread>
 
 using namespace cmdgraph;
 using namespace cmdgraph::testing;
+using namespace std::chrono_literals;
 using cmdgraph::testing::mentions;
 using detail::Edge;
 using detail::Plan;
@@ -120,10 +126,135 @@ TEST_CASE("plan.priority.recorded_and_refused" * doctest::timeout(10)) {
   CHECK(exe.stats().edges_programmatic == 0);
 }
 
-TEST_CASE("plan.update_sees_priorities_and_edge_kinds" * doctest::timeout(30)) {
+TEST_CASE("plan.cost.recorded_and_refused" * doctest::timeout(10)) {
+  CommandBuffer cmd("costly");
+  auto a = cmd.parallel_for(8, Nothing{}).named("a").cost(2us);
+  auto b = cmd.host([] {}).named("b").cost(0ns);
+  auto c = cmd.parallel_for(8, Nothing{}).named("c");
+  c.cost(5us);
+  auto d = cmd.parallel_for(8, Nothing{}).named("d");
+  auto e = CMDGRAPH_EXPECT_ERROR(c.cost(-5ns), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command 'c' was given a cost of -5 ns; a cost is how long the command runs, at least 0");
+  CHECK(e->commands() == std::vector<std::string>{"c"});
+  auto plan = plan_of(cmd);
+  CHECK(plan->command(a.index()).hints.cost == 2us);
+  CHECK(plan->command(b.index()).hints.cost == 0ns);
+  CHECK(plan->command(c.index()).hints.cost == 5us);  // the refusal changed nothing
+  CHECK_FALSE(plan->command(d.index()).hints.cost.has_value());
+  // A compiled buffer still takes costs, for its next compile.
+  Executable exe = compile(cmd, Device::host());
+  a.cost(3us);
+  CHECK(plan_of(cmd)->command(a.index()).hints.cost == 3us);
+  // Once it runs inside another, whose compile may read it on any thread, it takes none.
+  CommandBuffer outer("outer");
+  outer.execute(cmd);
+  e = CMDGRAPH_EXPECT_ERROR(a.cost(1us), errc::wrong_state);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command buffer 'costly' runs inside another (execute() or a conditional body), whose "
+        "compile may read it on any thread: it cannot take a cost for command 'a' any more");
+  CHECK(plan_of(cmd)->command(a.index()).hints.cost == 3us);
+}
+
+TEST_CASE("plan.cost.costs_from_a_host_profile" * doctest::timeout(30)) {
+  CommandBuffer sub("sub");
+  sub.host([] {}).named("inner");
+  sub.host([] {});
+  CommandBuffer cmd("timed");
+  auto a = cmd.host([] { std::this_thread::sleep_for(2ms); }).named("a");
+  auto b = cmd.parallel_for(64, Nothing{}).named("b").after(a);
+  cmd.host([] {}).named("c").after(a);  // not a chain: shaping would look at the costs
+  cmd.execute(sub).after(b);
+  cmd.barrier();
+  cmd.parallel_for(8, Nothing{}).named("d");
+  Executable exe = compile(cmd, Device::host(), {.profile = true});
+  Queue q(Device::host());
+  exe.launch(q).wait();
+  const Profile p = exe.last_profile();
+  REQUIRE(p.commands.size() > cmd.size());  // the executed buffer's commands follow
+  CHECK(detail::shape_graph(*plan_of(cmd), GraphShape::automatic()).reason.find(
+            "have no cost") != std::string::npos);
+  cmd.costs_from(p);  // compiled: still takes them
+  auto plan = plan_of(cmd);
+  for (std::uint32_t c = 0; c < cmd.size(); ++c) {
+    CAPTURE(c);
+    CHECK(plan->command(c).hints.cost ==
+          std::chrono::nanoseconds(std::llround(p.commands[c].duration_ms() * 1e6)));
+  }
+  CHECK(plan->command(a.index()).hints.cost >= 2ms);
+  CHECK(detail::shape_graph(*plan, GraphShape::automatic()).reason.find("have no cost") ==
+        std::string::npos);
+  // A fresh recording of the same commands takes them too.
+  CommandBuffer again("timed");
+  again.host([] {});
+  again.parallel_for(64, Nothing{});
+  again.host([] {});
+  again.execute(sub);
+  again.barrier();
+  again.parallel_for(8, Nothing{});
+  again.costs_from(p);
+  CHECK(plan_of(again)->command(a.index()).hints.cost == plan->command(a.index()).hints.cost);
+}
+
+TEST_CASE("plan.cost.costs_from_refuses_a_profile_of_other_commands" * doctest::timeout(30)) {
+  auto record = [](CommandBuffer& cmd, bool swapped, bool longer) {
+    if (swapped) {
+      cmd.parallel_for(8, Nothing{}).named("a");
+      cmd.host([] {}).named("b");
+    } else {
+      cmd.host([] {}).named("a");
+      cmd.parallel_for(8, Nothing{}).named("b");
+    }
+    if (longer) cmd.host([] {}).named("c");
+  };
+  CommandBuffer cmd("step");
+  record(cmd, false, false);
+  Executable exe = compile(cmd, Device::host(), {.profile = true});
+  Queue q(Device::host());
+  exe.launch(q).wait();
+  const Profile p = exe.last_profile();
+
+  CommandBuffer other("other"), longer("step"), swapped("step");
+  record(other, false, false);
+  record(longer, false, true);
+  record(swapped, true, false);
+  auto e = CMDGRAPH_EXPECT_ERROR(other.costs_from(p), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command buffer 'other' cannot take costs from a profile of 'step': costs_from takes "
+        "a profile of the same commands");
+  e = CMDGRAPH_EXPECT_ERROR(longer.costs_from(p), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command buffer 'step' has 3 commands, the profile of 'step' 2: costs_from takes a "
+        "profile of the same commands");
+  e = CMDGRAPH_EXPECT_ERROR(swapped.costs_from(p), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command buffer 'step': command 'a' is a parallel_for, command 0 of the profile a "
+        "host: costs_from takes a profile of the same commands");
+  CHECK(e->commands() == std::vector<std::string>{"a"});
+  for (CommandBuffer* refused : {&other, &longer, &swapped}) {
+    const auto plan = plan_of(*refused);
+    for (std::uint32_t c = 0; c < plan->size(); ++c) CHECK_FALSE(plan->command(c).hints.cost);
+  }
+  // A buffer run inside another takes none.
+  CommandBuffer outer("outer");
+  outer.execute(cmd);
+  e = CMDGRAPH_EXPECT_ERROR(cmd.costs_from(p), errc::wrong_state);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command buffer 'step' runs inside another (execute() or a conditional body), whose "
+        "compile may read it on any thread: it cannot take costs from a profile any more");
+}
+
+TEST_CASE("plan.update_sees_priorities_and_edge_kinds_not_costs" * doctest::timeout(30)) {
   auto record = [](CommandBuffer& cmd, Priority priority, EdgeKind kind) {
     auto a = cmd.parallel_for(8, Nothing{}).named("a").priority(priority);
     cmd.parallel_for(8, Nothing{}).named("b").after(a, kind);
+    return Command(a);
   };
   CommandBuffer cmd("step");
   record(cmd, Priority::high, EdgeKind::full);
@@ -133,6 +264,10 @@ TEST_CASE("plan.update_sees_priorities_and_edge_kinds" * doctest::timeout(30)) {
   record(urgent, Priority::low, EdgeKind::full);
   record(early, Priority::high, EdgeKind::programmatic);
   CHECK_FALSE(exe.update(same).reinstantiated);
+  // Costs are hints: another cost is no other structure (a shaped graph keeps its lanes).
+  CommandBuffer costly("step");
+  record(costly, Priority::high, EdgeKind::full).cost(5us);
+  CHECK_FALSE(exe.update(costly).reinstantiated);
   auto e = CMDGRAPH_EXPECT_ERROR(exe.update(urgent), errc::update_refused);
   REQUIRE(e);
   CHECK(mentions(*e, "command 'a' has another priority"));

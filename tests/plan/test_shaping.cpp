@@ -1,6 +1,8 @@
 // Graph shaping (CompileOptions::shape) against brute force: the shaped graph implies every
-// edge of the plan, has no cycle and no redundant edge, its order is topological, and the
-// automatic lane count never lengthens the schedule counted in units.
+// edge of the plan, has no cycle and no redundant edge, its order is topological; with costs,
+// automatic shaping starts no command later (earliest starts over the shaped graph against
+// the plan's) on as many lanes as the most commands that overlap; uniform never lengthens the
+// schedule counted in units; automatic without every cost leaves the plan's edges.
 #include "plan/plan.hpp"
 #include "plan/shaping.hpp"
 #include "record/recording.hpp"
@@ -11,10 +13,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <random>
 #include <vector>
 
 using namespace cmdgraph;
 using namespace cmdgraph::testing;
+using namespace std::chrono_literals;
 using detail::GraphShaping;
 using detail::Plan;
 
@@ -31,6 +36,86 @@ std::shared_ptr<const Plan> plan_of(const Dag& dag) {
   }
   for (const auto& [p, k] : dag.edges) c[k].after(c[p]);
   return detail::build_plan(*detail::recording_of(cmd));
+}
+
+// A random cost: nothing, less than a node's launch, a few microseconds, tens of them, or any.
+std::chrono::nanoseconds random_cost(std::mt19937& rng) {
+  switch (rng() % 5) {
+    case 0: return 0ns;
+    case 1: return std::chrono::nanoseconds(rng() % 500);
+    case 2: return 2us;
+    case 3: return 20us;
+    default: return std::chrono::nanoseconds(rng() % 50'000);
+  }
+}
+
+// Each vertex a kernel with a random cost, but one in 7 an event record (takes no time) and
+// one in 11 a kernel with a priority of its own (takes no lane); `uncosted` kernels (of the
+// first lane-taking ones) get no cost.
+std::shared_ptr<const Plan> costed_plan_of(const Dag& dag, std::uint32_t seed,
+                                           std::size_t uncosted = 0) {
+  std::mt19937 rng(seed);
+  Event event(Device::host());
+  CommandBuffer cmd("costed");
+  std::vector<Command> c;
+  for (std::size_t v = 0; v < dag.size; ++v) {
+    if (v % 7 == 6) {
+      c.push_back(cmd.record(event).cost(random_cost(rng)));
+      continue;
+    }
+    c.push_back(cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, static_cast<int>(v)));
+    if (v % 11 == 10) {
+      c.back().priority(Priority::high).cost(random_cost(rng));
+    } else if (uncosted > 0) {
+      --uncosted;
+    } else {
+      c.back().cost(random_cost(rng));
+    }
+  }
+  for (const auto& [p, k] : dag.edges) c[k].after(c[p]);
+  return detail::build_plan(*detail::recording_of(cmd));
+}
+
+// What shaping counts each command's time as, by its documentation: its cost, at least a
+// launch unit, for commands that take time; 0 for barriers and events.
+std::vector<std::uint64_t> modelled_times(const Plan& plan) {
+  std::vector<std::uint64_t> time(plan.size(), 0);
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (detail::schedule_weight(plan.kind(c)) == 0) continue;
+    const auto cost = plan.command(c).hints.cost.value_or(0ns);
+    time[c] = static_cast<std::uint64_t>(std::max(cost, detail::shaping_launch_unit).count());
+  }
+  return time;
+}
+
+bool takes_lane(const Plan& plan, std::uint32_t c) {
+  return detail::schedule_weight(plan.kind(c)) > 0 && !plan.command(c).hints.priority;
+}
+
+// Earliest starts over `parents`, visited in `order`, each command taking `time`.
+std::vector<std::uint64_t> earliest_starts(const detail::Adjacency& parents,
+                                           const std::vector<std::uint32_t>& order,
+                                           const std::vector<std::uint64_t>& time) {
+  std::vector<std::uint64_t> start(order.size(), 0);
+  for (std::uint32_t c : order) {
+    for (std::uint32_t p : parents[c]) start[c] = std::max(start[c], start[p] + time[p]);
+  }
+  return start;
+}
+
+// The most lane-taking commands running at once, [start, start + time) each.
+std::size_t most_overlapping(const Plan& plan, const std::vector<std::uint64_t>& start,
+                             const std::vector<std::uint64_t>& time) {
+  std::size_t most = 0;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    if (!takes_lane(plan, c)) continue;
+    std::size_t running = 0;
+    for (std::uint32_t d = 0; d < plan.size(); ++d) {
+      running += takes_lane(plan, d) && start[d] <= start[c] && start[c] < start[d] + time[d];
+    }
+    most = std::max(most, running);
+  }
+  return most;
 }
 
 using Reach = std::vector<std::vector<bool>>;
@@ -96,34 +181,105 @@ TEST_CASE("plan.shaping.implies_every_edge_with_no_cycle_and_nothing_redundant" 
           doctest::timeout(120)) {
   const DagShape shapes[] = {DagShape::layered, DagShape::random, DagShape::shuffled,
                              DagShape::fan, DagShape::chain};
-  std::size_t shaped = 0;
+  std::size_t shaped = 0, by_cost = 0;
   for (std::uint32_t seed = 0; seed < 60; ++seed) {
     const Dag dag = random_dag(shapes[seed % 5], 2 + seed * 3, seed);
     CAPTURE(seed);
     const auto plan = plan_of(dag);
-    for (const GraphShape shape : {GraphShape::automatic(), GraphShape::lanes(1),
-                                   GraphShape::lanes(2), GraphShape::lanes(5)}) {
-      const GraphShaping s = detail::shape_graph(*plan, shape);
-      CAPTURE(s.reason);
-      if (!s.shaped()) continue;
-      ++shaped;
-      check_shaped(*plan, s);
+    const auto costed = costed_plan_of(dag, seed);
+    for (const GraphShape shape : {GraphShape::automatic(), GraphShape::uniform(),
+                                   GraphShape::lanes(1), GraphShape::lanes(2),
+                                   GraphShape::lanes(5)}) {
+      for (const Plan* p : {plan.get(), costed.get()}) {
+        const GraphShaping s = detail::shape_graph(*p, shape);
+        CAPTURE(s.reason);
+        if (!s.shaped()) continue;
+        ++shaped;
+        by_cost += p == costed.get();
+        check_shaped(*p, s);
+      }
     }
   }
-  CHECK(shaped > 100);
+  CHECK(shaped > 250);
+  CHECK(by_cost > 120);
 }
 
-TEST_CASE("plan.shaping.automatic_never_lengthens_the_schedule" * doctest::timeout(120)) {
+TEST_CASE("plan.shaping.costs_delay_no_command_on_the_most_overlapping_lanes" *
+          doctest::timeout(120)) {
+  const DagShape shapes[] = {DagShape::layered, DagShape::random, DagShape::shuffled,
+                             DagShape::fan};
+  CHECK(detail::shaping_launch_unit == 500ns);  // as the docs say: what a graph node takes
+  std::size_t shaped = 0, added = 0;
+  for (std::uint32_t seed = 0; seed < 80; ++seed) {
+    const Dag dag = random_dag(shapes[seed % 4], 10 + seed * 4, 300 + seed);
+    CAPTURE(seed);
+    const auto plan = costed_plan_of(dag, seed);
+    const GraphShaping s = detail::shape_graph(*plan, GraphShape::automatic());
+    CAPTURE(s.reason);
+    if (!s.shaped()) {
+      CHECK(s.reason.find("nothing to add") != std::string::npos);
+      continue;
+    }
+    ++shaped;
+    added += s.edges_added;
+    const std::vector<std::uint64_t> time = modelled_times(*plan);
+    const auto before = earliest_starts(plan->parents, plan->order, time);
+    const auto after = earliest_starts(s.parents, s.order, time);
+    for (std::uint32_t c = 0; c < plan->size(); ++c) {
+      CAPTURE(c);
+      CHECK(after[c] == before[c]);  // never later; nor earlier, as every plan edge holds
+    }
+    CHECK(s.lanes == most_overlapping(*plan, before, time));
+    CHECK(s.reason.find("automatic: " + std::to_string(s.lanes) + " lanes") == 0);
+  }
+  CHECK(shaped > 40);
+  CHECK(added > 0);
+}
+
+TEST_CASE("plan.shaping.automatic_without_every_cost_keeps_the_plans_edges" *
+          doctest::timeout(30)) {
+  CHECK(CompileOptions{}.shape == GraphShape::automatic());
+  const Dag dag = random_dag(DagShape::random, 60, 5);
+  for (const std::size_t uncosted : {std::size_t{1}, std::size_t{17}}) {
+    const auto plan = costed_plan_of(dag, 5, uncosted);
+    std::size_t taking = 0;
+    for (std::uint32_t c = 0; c < plan->size(); ++c) taking += takes_lane(*plan, c);
+    const GraphShaping s = detail::shape_graph(*plan, GraphShape::automatic());
+    CHECK_FALSE(s.shaped());
+    CHECK(s.reason == "automatic: " + std::to_string(uncosted) + " of " +
+                          std::to_string(taking) +
+                          " commands that take a lane have no cost (cost(), costs_from()), "
+                          "so the plan's edges stand");
+    // The same commands with every cost given are shaped; uniform() needs none.
+    CHECK(detail::shape_graph(*costed_plan_of(dag, 5), GraphShape::automatic()).shaped());
+    CHECK(detail::shape_graph(*plan, GraphShape::uniform()).shaped());
+    // lanes(n) then counts units.
+    const GraphShaping lanes = detail::shape_graph(*plan, GraphShape::lanes(3));
+    CHECK(lanes.reason.find("lanes(3), each command one unit: ") == 0);
+  }
+  const GraphShaping by_cost =
+      detail::shape_graph(*costed_plan_of(dag, 5), GraphShape::lanes(3));
+  CHECK(by_cost.reason.find("lanes(3), by costs: ") == 0);
+  // Without any cost at all, as a user who gives none: the plan's edges.
+  const auto bare = plan_of(dag);
+  const GraphShaping s = detail::shape_graph(*bare, GraphShape::automatic());
+  CHECK_FALSE(s.shaped());
+  CHECK(s.reason == "automatic: 60 of 60 commands that take a lane have no cost (cost(), "
+                    "costs_from()), so the plan's edges stand");
+}
+
+TEST_CASE("plan.shaping.uniform_never_lengthens_the_schedule" * doctest::timeout(120)) {
   std::size_t added = 0;
   for (std::uint32_t seed = 0; seed < 40; ++seed) {
     const Dag dag = random_dag(seed % 2 ? DagShape::random : DagShape::layered, 20 + seed * 10, seed);
     CAPTURE(seed);
     const auto plan = plan_of(dag);
-    const GraphShaping s = detail::shape_graph(*plan, GraphShape::automatic());
+    const GraphShaping s = detail::shape_graph(*plan, GraphShape::uniform());
     CAPTURE(s.reason);
     if (!s.shaped()) continue;
     added += s.edges_added;
     CHECK(longest_chain(s.parents, s.order) == longest_chain(plan->parents, plan->order));
+    CHECK(s.reason.find("uniform: " + std::to_string(s.lanes) + " lanes (the widest level") == 0);
   }
   CHECK(added > 0);  // random DAGs do get lane edges
 }
@@ -137,12 +293,25 @@ TEST_CASE("plan.shaping.one_lane_is_one_chain" * doctest::timeout(30)) {
 }
 
 TEST_CASE("plan.shaping.leaves_chains_fans_fork_joins_and_off_alone" * doctest::timeout(30)) {
-  for (const DagShape shape : {DagShape::chain, DagShape::fan}) {
-    const auto plan = plan_of(random_dag(shape, 64, 1));
-    const GraphShaping s = detail::shape_graph(*plan, GraphShape::automatic());
+  // Unshaped with nothing to add, but automatic() without costs on anything but chains says
+  // that it had none.
+  auto check_alone = [](const Plan& plan, GraphShape mode, bool chains) {
+    const GraphShaping s = detail::shape_graph(plan, mode);
     CAPTURE(s.reason);
     CHECK_FALSE(s.shaped());
-    CHECK(s.reason.find("nothing to add") != std::string::npos);
+    const bool uncosted = !plan.command(0).hints.cost;
+    const bool said = mode.is_automatic() && uncosted && !chains
+                          ? s.reason.find("have no cost") != std::string::npos
+                          : s.reason.find("nothing to add") != std::string::npos;
+    CHECK(said);
+  };
+  for (const DagShape shape : {DagShape::chain, DagShape::fan}) {
+    const Dag dag = random_dag(shape, 64, 1);
+    for (const GraphShape mode : {GraphShape::automatic(), GraphShape::uniform()}) {
+      for (const auto& plan : {plan_of(dag), costed_plan_of(dag, 1)}) {
+        check_alone(*plan, mode, shape == DagShape::chain);
+      }
+    }
   }
   // 1 -> 8 -> 1, four times over: each round's lanes run through its join.
   Dag fork_join;
@@ -155,10 +324,11 @@ TEST_CASE("plan.shaping.leaves_chains_fans_fork_joins_and_off_alone" * doctest::
       fork_join.edges.emplace_back(fork + i, join);
     }
   }
-  const GraphShaping rounds = detail::shape_graph(*plan_of(fork_join), GraphShape::automatic());
-  CAPTURE(rounds.reason);
-  CHECK_FALSE(rounds.shaped());
-  CHECK(rounds.reason.find("nothing to add") != std::string::npos);
+  for (const auto& plan : {plan_of(fork_join), costed_plan_of(fork_join, 2)}) {
+    for (const GraphShape mode : {GraphShape::automatic(), GraphShape::uniform()}) {
+      check_alone(*plan, mode, false);
+    }
+  }
 
   const auto plan = plan_of(random_dag(DagShape::random, 64, 1));
   const GraphShaping off = detail::shape_graph(*plan, GraphShape::off());
@@ -184,7 +354,7 @@ TEST_CASE("plan.shaping.prioritised_commands_keep_their_own_edges" * doctest::ti
   auto probe1 = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 4).after(hold)
                     .priority(Priority::high);
   const auto plan = detail::build_plan(*detail::recording_of(cmd));
-  for (const GraphShape shape : {GraphShape::automatic(), GraphShape::lanes(2)}) {
+  for (const GraphShape shape : {GraphShape::uniform(), GraphShape::lanes(2)}) {
     const GraphShaping s = detail::shape_graph(*plan, shape);
     CAPTURE(s.reason);
     const auto& parents = s.shaped() ? s.parents : plan->parents;

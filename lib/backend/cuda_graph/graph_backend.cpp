@@ -190,7 +190,9 @@ class GraphExecutable final : public CudaExecutable {
       GraphBuilder builder(ordinal(), current_.host_errors.get(),
                            in == &current_ ? mode() : ProfileMode::off, nullptr, programmatic_,
                            shape_);
-      fresh.push_back(builder.build(*plan, args, transients, true));
+      // The plan has the executable's structure, so its lane edges still hold every edge;
+      // costs given since would shape it otherwise, and CUDA updates no edge.
+      fresh.push_back(builder.build(*plan, args, transients, true, &in->built.shaping));
       std::string why;
       cudaGraphNode_t at = nullptr;
       const cudaError_t status =

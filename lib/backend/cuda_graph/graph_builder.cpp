@@ -154,7 +154,8 @@ BuiltGraph GraphBuilder::build_command(const Plan& root, const Plan& plan, std::
 }
 
 BuiltGraph GraphBuilder::build(const Plan& plan, ArgumentStore& args,
-                               TransientBinding& transients, bool bound) {
+                               TransientBinding& transients, bool bound,
+                               const GraphShaping* shaped) {
   BuiltGraph out;
   out_ = &out;
   root_ = &plan;
@@ -163,7 +164,7 @@ BuiltGraph GraphBuilder::build(const Plan& plan, ArgumentStore& args,
   bound_ = bound;
   allocations_.assign(plan.memory.list.size(), nullptr);
   out.root = &plan;
-  out.shaping = shape_graph(plan, shape_);
+  out.shaping = shaped ? *shaped : shape_graph(plan, shape_);
   out.graph = cuda::create_graph(cuda::for_executable(plan.buffer_name));
   if (cupti_) out.cupti = std::make_shared<CuptiTiming>();
   cudaGraphNode_t root = nullptr;

@@ -100,9 +100,11 @@ class GraphBuilder {
   /// transients are memory allocation nodes: as each is made, `transients` binds the transient
   /// where CUDA put it, rewriting the words of `args` that point there, unless `bound` (the
   /// binding already holds an instantiated graph's addresses, for an update in place). Those
-  /// never freed are freed after every command.
+  /// never freed are freed after every command. `shaped`: lane edges to keep (an update in
+  /// place keeps the instantiated graph's, which costs given since must not change), else the
+  /// top level is shaped as the builder's `shape` asks.
   BuiltGraph build(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
-                   bool bound = false);
+                   bool bound = false, const GraphShaping* shaped = nullptr);
   /// A graph of command `c` of `plan` alone (a part of executable `root`, which names it),
   /// with the values of `args`: how the streams backend runs a conditional command. Its one
   /// top-level node is nodes[0]; profiling adds no event nodes.
