@@ -15,18 +15,21 @@ namespace cmdgraph {
 /// its own). ExecutableStats::shape_reason says what was chosen and why.
 class GraphShape {
  public:
-  /// The default. With a cost on every command that takes a lane: each command takes
-  /// max(cost, 0.5 us) (what a graph node takes at least), barriers and events none; commands
-  /// are placed at their earliest starts along the plan's edges, and get as many lanes as the
-  /// most of them that run at once then, so that no command starts later, in that model,
-  /// than without lanes. Each goes to the lane of a parent it follows when that lane is free,
-  /// else to the lane idle longest, after the command before it there; the plan's edges those
-  /// lanes imply are dropped. Without every cost the graph keeps exactly the plan's (reduced)
-  /// edges, as off() does, and shape_reason counts the commands with none. No shaping either
-  /// when the lanes would add no edge (chains, fork-joins).
+  /// The default. With a cost on every command that takes a lane, the run without lanes is
+  /// modelled: each command takes its cost plus 0.5 us (what a graph node adds to its
+  /// kernel), barriers and events none; commands start as their parents finish, and the
+  /// device starts one node per 0.15 us at most (as an H200 does, a little faster). The graph
+  /// gets as many lanes as the most commands that run at once in that model, so that none
+  /// starts later than without lanes: a handful for short kernels, more the longer they run.
+  /// Each goes to the lane of a parent it follows when that lane is free, else to the lane
+  /// idle longest, after the command before it there; the plan's edges those lanes imply are
+  /// dropped. Without every cost the graph keeps exactly the plan's (reduced) edges, as off()
+  /// does, and shape_reason counts the commands with none. No shaping either when the lanes
+  /// would add no edge (chains).
   static constexpr GraphShape automatic() noexcept { return GraphShape(Mode::automatic, 0); }
   /// As automatic(), counting every command that takes a lane as one unit of time, costs or
-  /// none: the lanes are as many as the plan's widest level. Kernels that run about as long
+  /// none, with no limit on how fast the device starts them: the lanes are as many as the
+  /// plan's widest level. Kernels that run about as long
   /// as each other then replay no slower (on the H200: 0.69-0.96x of a hand-built graph of
   /// random DAGs, launch host cost 0.17-0.40x); with kernels of very different lengths a
   /// short one may wait behind a long one.

@@ -5,7 +5,6 @@
 #include "plan/order.hpp"
 
 #include <algorithm>
-#include <numeric>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -23,32 +22,76 @@ bool takes_lane(const Plan& plan, std::uint32_t c) {
   return takes_time(plan, c) && !plan.command(c).hints.priority;
 }
 
-// How long each command is counted as taking: its cost, at least a launch unit (in ns), or
-// one unit each; 0 for barriers and events. A command taking no lane may have no cost: it
-// counts a launch unit.
+// How long each command is counted as taking: its cost plus the launch unit (in ns), or one
+// unit each; 0 for barriers and events. A command taking no lane may have no cost: it counts
+// the launch unit alone.
 std::vector<std::uint64_t> times_of(const Plan& plan, bool by_costs) {
   std::vector<std::uint64_t> time(plan.size(), 0);
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (!takes_time(plan, c)) continue;
-    const auto cost = plan.command(c).hints.cost.value_or(shaping_launch_unit);
-    time[c] = by_costs ? static_cast<std::uint64_t>(std::max(cost, shaping_launch_unit).count())
-                       : 1;
+    const auto cost = plan.command(c).hints.cost.value_or(std::chrono::nanoseconds(0));
+    time[c] = by_costs ? static_cast<std::uint64_t>((cost + shaping_launch_unit).count()) : 1;
   }
   return time;
 }
 
-// Each command's earliest start along the plan's edges, with as many lanes as it takes.
-std::vector<std::uint64_t> earliest_starts(const Plan& plan, const std::vector<std::uint64_t>& time) {
-  std::vector<std::uint64_t> start(plan.size(), 0);
-  for (std::uint32_t c : plan.order) {
-    for (std::uint32_t p : plan.parents[c]) start[c] = std::max(start[c], start[p] + time[p]);
+// The time of the heaviest path from each command to a sink, the command's own included.
+std::vector<std::uint64_t> tails_of(const Plan& plan, const std::vector<std::uint64_t>& time) {
+  std::vector<std::uint64_t> tail(plan.size(), 0);
+  for (auto it = plan.order.rbegin(); it != plan.order.rend(); ++it) {
+    std::uint64_t below = 0;
+    for (std::uint32_t k : plan.children[*it]) below = std::max(below, tail[k]);
+    tail[*it] = time[*it] + below;
   }
-  return start;
+  return tail;
+}
+
+// The modelled run without lanes: when each command starts, and the order they start in.
+struct Schedule {
+  std::vector<std::uint64_t> start;
+  std::vector<std::uint32_t> order;  // a topological order of the plan; starts of commands
+                                     // that take time never decrease along it
+};
+
+// Commands start as soon as their parents finished, in order of that time, the heavier path
+// below first among equals, then recording order; one that takes time also starts at least
+// `gap` after the one that took time before it (the device dispatches one node at a time).
+Schedule schedule_of(const Plan& plan, const std::vector<std::uint64_t>& time,
+                     const std::vector<std::uint64_t>& tail, std::uint64_t gap) {
+  Schedule out;
+  out.start.assign(plan.size(), 0);
+  out.order.reserve(plan.size());
+  std::vector<std::uint64_t> ready(plan.size(), 0);
+  std::vector<std::size_t> waiting(plan.size());
+  // (ready, the heavier tail first, recording order), least first.
+  using Entry = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> available;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    waiting[c] = plan.parents[c].size();
+    if (waiting[c] == 0) available.emplace(0, ~tail[c], c);
+  }
+  std::uint64_t next_dispatch = 0;
+  while (!available.empty()) {
+    const std::uint32_t c = std::get<2>(available.top());
+    available.pop();
+    std::uint64_t start = ready[c];
+    if (time[c] > 0) {
+      start = std::max(start, next_dispatch);
+      next_dispatch = start + gap;
+    }
+    out.start[c] = start;
+    out.order.push_back(c);
+    for (std::uint32_t k : plan.children[c]) {
+      ready[k] = std::max(ready[k], start + time[c]);
+      if (--waiting[k] == 0) available.emplace(ready[k], ~tail[k], k);
+    }
+  }
+  return out;
 }
 
 // The most lane-taking commands that run at once in that schedule, [start, start + time)
-// each: with this many lanes every one keeps its earliest start (intervals taken by start,
-// each onto a lane free by then, need no more).
+// each: with this many lanes every one keeps its start (intervals taken by start, each onto a
+// lane free by then, need no more).
 std::uint32_t most_overlapping(const Plan& plan, const std::vector<std::uint64_t>& start,
                                const std::vector<std::uint64_t>& time) {
   std::vector<std::pair<std::uint64_t, int>> ends;  // (time, -1 at an end, +1 at a start)
@@ -63,34 +106,11 @@ std::uint32_t most_overlapping(const Plan& plan, const std::vector<std::uint64_t
   return static_cast<std::uint32_t>(most);
 }
 
-// The time of the heaviest path from each command to a sink, the command's own included.
-std::vector<std::uint64_t> tails_of(const Plan& plan, const std::vector<std::uint64_t>& time) {
-  std::vector<std::uint64_t> tail(plan.size(), 0);
-  for (auto it = plan.order.rbegin(); it != plan.order.rend(); ++it) {
-    std::uint64_t below = 0;
-    for (std::uint32_t k : plan.children[*it]) below = std::max(below, tail[k]);
-    tail[*it] = time[*it] + below;
-  }
-  return tail;
-}
-
-// Commands by earliest start, then level (so parents come first among equal starts), then the
-// heavier path below first: a topological order of the plan and of every lane edge added in it.
-std::vector<std::uint32_t> schedule_order(const Plan& plan, const std::vector<std::uint64_t>& start,
-                                          const std::vector<std::uint64_t>& tail) {
-  std::vector<std::uint32_t> order(plan.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return std::tuple(start[a], plan.level[a], tail[b], a) <
-           std::tuple(start[b], plan.level[b], tail[a], b);
-  });
-  return order;
-}
-
 // The lane edges of `order` list-scheduled onto `lanes` lanes (see shape_graph).
 std::vector<Edge> lane_edges(const Plan& plan, const std::vector<std::uint32_t>& order,
                              const std::vector<std::uint64_t>& time,
-                             const std::vector<std::uint64_t>& tail, std::uint32_t lanes) {
+                             const std::vector<std::uint64_t>& tail, std::uint64_t gap,
+                             std::uint32_t lanes) {
   std::vector<std::uint64_t> finish(plan.size(), 0), free(lanes, 0);
   std::vector<std::uint32_t> last(lanes, no_command), lane_of(plan.size(), no_command);
   // Lanes by the time they are free, lowest lane first; an entry is stale once the lane's
@@ -99,14 +119,17 @@ std::vector<Edge> lane_edges(const Plan& plan, const std::vector<std::uint32_t>&
   std::priority_queue<Slot, std::vector<Slot>, std::greater<>> idle;
   for (std::uint32_t l = 0; l < lanes; ++l) idle.emplace(0, l);
   std::vector<Edge> added;
+  std::uint64_t next_dispatch = 0;  // as in schedule_of
   for (std::uint32_t c : order) {
     std::uint64_t ready = 0;
     for (std::uint32_t p : plan.parents[c]) ready = std::max(ready, finish[p]);
+    if (time[c] > 0) ready = std::max(ready, next_dispatch);
     if (!takes_lane(plan, c)) {
       finish[c] = ready + time[c];
+      if (time[c] > 0) next_dispatch = ready + gap;
       continue;
     }
-    // A parent that is last on its lane, free by now: follow it there (no edge to add).
+    // A parent that is last on its lane, free by then: follow it there (no edge to add).
     std::uint32_t lane = no_command;
     for (std::uint32_t p : plan.parents[c]) {
       const std::uint32_t l = lane_of[p];
@@ -127,6 +150,7 @@ std::vector<Edge> lane_edges(const Plan& plan, const std::vector<std::uint32_t>&
       }
     }
     finish[c] = begin + time[c];
+    next_dispatch = begin + gap;
     free[lane] = finish[c];
     last[lane] = c;
     lane_of[c] = lane;
@@ -178,9 +202,12 @@ GraphShaping shape_graph(const Plan& plan, GraphShape shape) {
   const bool by_costs =
       shape.is_automatic() || (shape.lane_count() > 0 && every_lane_has_a_cost(plan));
   const std::vector<std::uint64_t> time = times_of(plan, by_costs);
-  const std::vector<std::uint64_t> start = earliest_starts(plan, time);
-  const std::uint32_t lanes =
-      shape.lane_count() > 0 ? shape.lane_count() : most_overlapping(plan, start, time);
+  const std::vector<std::uint64_t> tail = tails_of(plan, time);
+  const std::uint64_t gap = by_costs ? shaping_dispatch_gap.count() : 0;
+  const Schedule unshaped = schedule_of(plan, time, tail, gap);
+  const std::uint32_t lanes = shape.lane_count() > 0
+                                  ? shape.lane_count()
+                                  : most_overlapping(plan, unshaped.start, time);
   const std::string count = std::to_string(lanes);
   const std::string asked =
       shape.is_automatic() ? "automatic: " + count + " lanes (the most commands the costs run at once)"
@@ -190,9 +217,8 @@ GraphShaping shape_graph(const Plan& plan, GraphShape shape) {
     out.reason = asked + ": nothing takes a lane";
     return out;
   }
-  const std::vector<std::uint64_t> tail = tails_of(plan, time);
-  const std::vector<std::uint32_t> order = schedule_order(plan, start, tail);
-  const std::vector<Edge> added = lane_edges(plan, order, time, tail, lanes);
+  const std::vector<std::uint32_t>& order = unshaped.order;
+  const std::vector<Edge> added = lane_edges(plan, order, time, tail, gap, lanes);
   if (added.empty()) {
     out.reason = asked + ": every lane edge is an edge of the plan, nothing to add";
     return out;

@@ -16,11 +16,18 @@
 
 namespace cmdgraph::detail {
 
-/// The least time shaping counts a command that takes time as taking, whatever its cost: a
-/// graph node takes about this long however little its kernel does (a chain of 1,000 empty
-/// kernels replayed in 514 us on the H200, bench/RESULTS.md, run 52). Counting less would
-/// model commands as running together that in fact follow each other through CUDA's launch.
+/// What a graph node adds to its kernel's time when it follows its parent: a chain of 1,000
+/// kernels replayed in 514 us with empty kernels, 2,512 us with ~2 us ones and 20,913 us with
+/// ~20 us ones on the H200 (bench/RESULTS.md, run 66). Shaping counts a command as its cost
+/// plus this.
 inline constexpr std::chrono::nanoseconds shaping_launch_unit{500};
+
+/// How often the device starts a graph node at most: nodes with no edge between them replayed
+/// at one per 174-213 ns on the H200 (8 x 125 empty kernels in 178 us, a random DAG of 4,000
+/// on 8 lanes in 696 us; run 66). Shaping takes a little less, so that it never counts on
+/// fewer lanes than the device keeps busy: with empty kernels a handful of lanes then serve
+/// where the widest level would take hundreds.
+inline constexpr std::chrono::nanoseconds shaping_dispatch_gap{150};
 
 /// The edges of a shaped graph and what shaping did.
 struct GraphShaping {
@@ -34,13 +41,15 @@ struct GraphShaping {
   bool shaped() const noexcept { return lanes > 0; }
 };
 
-/// Shapes the top level of `plan` as `shape` asks. Each command is counted as taking its cost,
-/// at least shaping_launch_unit (automatic(); lanes(n) when every command that takes a lane
-/// has a cost), or one unit (uniform(); lanes(n) otherwise); barriers and events none. Commands
-/// are placed at their earliest starts along the plan's edges; automatic() and uniform() take
-/// as many lanes as the most lane-taking commands that run at once there, so that none
-/// starts later. In order of earliest start, critical path first, each command goes to the
-/// lane of a parent it directly follows when that lane is free, else to the lane idle
+/// Shapes the top level of `plan` as `shape` asks. Each command is counted as taking its cost
+/// plus shaping_launch_unit (automatic(); lanes(n) when every command that takes a lane has a
+/// cost), or one unit (uniform(); lanes(n) otherwise); barriers and events none. The run
+/// without lanes is modelled: commands start as their parents finish, in that order (the
+/// heavier path below first among equals, then recording order), and with costs a command
+/// that takes time starts at least shaping_dispatch_gap after the one before it.
+/// automatic() and uniform() take as many lanes as the most lane-taking commands that run at
+/// once in that model, so that none starts later. In the model's order each command goes to
+/// the lane of a parent it directly follows when that lane is free, else to the lane idle
 /// longest, and gets an edge from the command before it there. The plan's reduced edges and
 /// those lane edges are then reduced again, so every plan edge is still implied and the
 /// result has no cycle. Commands of weight 0 (barriers, events) and commands with a priority

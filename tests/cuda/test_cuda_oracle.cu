@@ -96,7 +96,7 @@ TEST_CASE("cuda.oracle.shaped_graphs_keep_every_edge" * doctest::timeout(300)) {
 // An update in place keeps the graph's shape: costs that would shape it otherwise change no
 // edge of the instantiated graph (CUDA updates none), and every edge still holds.
 TEST_CASE("cuda.oracle.update_keeps_the_shape" * doctest::timeout(120)) {
-  // Layered: these costs give 45 lanes, the others 31 (random DAGs of 300 start 61 sources
+  // Layered: these costs give 45 lanes, the others 33 (random DAGs of 300 start 61 sources
   // at once, and the lanes follow them whatever the costs).
   const Dag dag = random_dag(DagShape::layered, 300, 77);
   constexpr std::uint32_t launches = 2;
