@@ -60,9 +60,11 @@ enum class Hazards : unsigned char {
 /// How an executable's commands are timed (CompileOptions::profile, ExecutableStats).
 enum class ProfileMode : unsigned char {
   off,        ///< not profiled: no cost at all
-  automatic,  ///< on, as `profile = true` asks: CUPTI on the cuda_graph backend where usable,
-              ///< else timed events (ExecutableStats::profile_reason says why); timed events
-              ///< on the streams backend; the host clock on the host backend
+  automatic,  ///< on, as `profile = true` asks: on the cuda_graph backend CUPTI where usable
+              ///< once an executable of the process asked for cupti (starting CUPTI costs
+              ///< every graph launch of the process host time for good), else timed events
+              ///< (ExecutableStats::profile_reason says why); timed events on the streams
+              ///< backend; the host clock on the host backend
   events,     ///< timed CUDA events around every command (a CUDA graph gains two event nodes
               ///< per command, which serialise what they bracket)
   cupti,      ///< the GPU's own start and end of kernels, copies and fills from CUPTI's

@@ -31,6 +31,8 @@ Session* Session::acquire(std::string& why) {
   return nullptr;
 }
 
+bool Session::started() { return false; }
+
 // No session ever exists, so none of these can be reached.
 void Session::flush(bool) { absent(); }
 std::int64_t Session::steady_to_cupti() { absent(); }

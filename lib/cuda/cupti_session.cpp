@@ -252,6 +252,11 @@ Session* Session::acquire(std::string& why) {
   return the_session;
 }
 
+bool Session::started() {
+  std::lock_guard lock(start_mutex);
+  return the_session != nullptr;
+}
+
 void Session::hand_over(std::uint8_t* buffer, std::size_t valid) {
   {
     std::lock_guard lock(handed_mutex_);

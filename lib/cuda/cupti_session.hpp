@@ -72,6 +72,11 @@ class Session {
   /// (not in this build, held by another subscriber such as Nsight Systems, a call failed).
   /// A failed start is tried again by the next call.
   static Session* acquire(std::string& why);
+  /// Whether the session has started. Once it has, every graph launch of the process costs
+  /// more host time, traced or not (about 0.4 us a node on an H200, bench_cupti_side), until
+  /// the process ends: neither unsubscribing nor anything short of cuptiFinalize (after which
+  /// graph launches failed, run 69) gives it back.
+  static bool started();
 
   /// While any is alive, CUPTI collects the records of the work it names (process-wide: every
   /// kernel of the process is traced, at CUPTI's cost): hold one only while a traced launch

@@ -92,8 +92,8 @@ TEST_CASE("cuda.profile.sampling_with_events_on_every_backend" * doctest::timeou
   }
 }
 
-// `profile = true` takes CUPTI where it is usable and timed events where CUPTI refuses (here
-// through its door); CUPTI asked for where it refuses is an error.
+// Once CUPTI is started, `profile = true` takes CUPTI where it is usable and timed events
+// where CUPTI refuses (here through its door); CUPTI asked for where it refuses is an error.
 TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(120)) {
   const Device gpu = Device::cuda(0);
   Buffer<int> d(gpu, 1);
@@ -104,6 +104,8 @@ TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(
     return cmd;
   };
   Queue q(gpu);
+  CommandBuffer starter = record();
+  (void)traced(starter, gpu);  // CUPTI started, whichever tests ran before
   {
     CommandBuffer cmd = record();
     Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
@@ -203,6 +205,41 @@ TEST_CASE("cuda.cupti.child_another_subscriber" * doctest::timeout(60)) {
   exe.launch(q).wait();
   CHECK(exe.last_profile().timing == "events");
   CHECK(cuptiUnsubscribe(other) == CUPTI_SUCCESS);
+}
+
+// Run in a process of its own by the next test: `profile = true` takes timed events while
+// CUPTI is not started (starting it costs every graph launch of the process), and CUPTI once
+// an executable asked for it by name.
+TEST_CASE("cuda.cupti.child_profile_true_waits_for_cupti" * doctest::timeout(60)) {
+  if (!std::getenv("CMDGRAPH_TEST_CUPTI_CHILD")) return;  // only in its own process
+  const Device gpu = Device::cuda(0);
+  Buffer<int> d(gpu, 1);
+  CommandBuffer cmd("waits");
+  cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data()).named("a");
+  Queue q(gpu);
+  Executable before = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
+  CHECK(before.stats().profile_mode == ProfileMode::events);
+  CHECK(before.stats().profile_reason ==
+        "timed events, since CUPTI is not started in this process: once started it costs "
+        "every graph launch of the process host time until the process ends (about 0.4 us a "
+        "node, traced or not); ProfileMode::cupti starts it");
+  before.launch(q).wait();
+  CHECK(before.last_profile().timing == "events");
+  Executable asked = traced(cmd, gpu);
+  Executable after = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
+  CHECK(after.stats().profile_mode == ProfileMode::cupti);
+  after.launch(q).wait();
+  CHECK(after.last_profile().timing == "cupti");
+  CHECK(after.last_profile().unmeasured == 0);
+}
+
+TEST_CASE("cuda.cupti.profile_true_waits_for_cupti" * doctest::timeout(120)) {
+  if (std::getenv("CMDGRAPH_TEST_CUPTI_CHILD")) return;
+  const std::string command = "CMDGRAPH_TEST_CUPTI_CHILD=1 /proc/" + std::to_string(getpid()) +
+                              "/exe --test-case=cuda.cupti.child_profile_true_waits_for_cupti "
+                              "--success=0";
+  const int status = std::system(command.c_str());
+  CHECK_MESSAGE(status == 0, "the child process (" << command << ") ended with " << status);
 }
 
 TEST_CASE("cuda.cupti.another_subscriber_means_events" * doctest::timeout(120)) {
