@@ -7,6 +7,7 @@
 //                              enables, switch the activity kinds on and off, unsubscribe,
 //                              cuptiFinalize
 //   bench_cupti_side cmdgraph  before, while and after an executable profiled through CUPTI
+#include "bench_cupti.cuh"
 #include "bench_support.cuh"
 
 #include <cmdgraph/cmdgraph.hpp>
@@ -15,22 +16,10 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 using namespace cmdgraph;
-
-#define BENCH_CUPTI(call)                                                                 \
-  do {                                                                                    \
-    const CUptiResult status_ = (call);                                                   \
-    if (status_ != CUPTI_SUCCESS) {                                                       \
-      const char* what_ = nullptr;                                                        \
-      cuptiGetResultString(status_, &what_);                                              \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, what_);         \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
 
 namespace {
 

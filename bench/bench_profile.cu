@@ -11,6 +11,7 @@
 // Bounded: each phase prints its figures (line-buffered) as it ends, with the seconds spent so
 // far, and shapes left when CMDGRAPH_BENCH_SECONDS (default 150) has passed are skipped, so a
 // run cut short by a time limit still shows what it measured (run 47 printed nothing in 80 s).
+#include "bench_cupti.cuh"
 #include "bench_support.cuh"
 
 #include <cmdgraph/cmdgraph.hpp>
@@ -27,17 +28,6 @@
 #include <vector>
 
 using namespace cmdgraph;
-
-#define BENCH_CUPTI(call)                                                                 \
-  do {                                                                                    \
-    const CUptiResult status_ = (call);                                                   \
-    if (status_ != CUPTI_SUCCESS) {                                                       \
-      const char* what_ = nullptr;                                                        \
-      cuptiGetResultString(status_, &what_);                                              \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, what_);         \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
 
 namespace {
 
