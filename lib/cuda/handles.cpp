@@ -2,6 +2,7 @@
 #include "cuda/handles.hpp"
 
 #include "cuda/check.hpp"
+#include "cuda/runtime.hpp"
 
 #include <atomic>
 #include <utility>
@@ -88,6 +89,12 @@ GraphExec adopt(cudaGraphExec_t exec) noexcept {
 }
 
 ScopedDevice::ScopedDevice(int device) : device_(device) {
+  // With one device visible it is the current one: spare each launch cudaGetDevice (0.05 us
+  // warm, ~0.1 us inside a launch on the H200 machine).
+  if (device == 0 && device_count() == 1) {
+    previous_ = device;
+    return;
+  }
   CMDGRAPH_CUDA(no_command, cudaGetDevice, &previous_);
   if (previous_ != device_) CMDGRAPH_CUDA(no_command, cudaSetDevice, device_);
 }

@@ -9,6 +9,7 @@
 
 #include <cmdgraph/semaphore.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -117,6 +118,7 @@ class CudaQueue final : public QueueState {
   std::vector<LaunchRange> unreported_;  // per executable: launches since the last wait
   std::mutex retired_mutex_;
   std::vector<Retired> retired_;
+  std::atomic<std::size_t> retired_count_{0};  // retired_.size(), read without the lock
 };
 
 }  // namespace cmdgraph::detail

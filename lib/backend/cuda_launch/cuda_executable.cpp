@@ -18,9 +18,15 @@ Fence CudaExecutable::launch(const std::shared_ptr<QueueState>& queue, const Sub
   context_->require_peers();  // an aborted communicator's resources are gone
   CudaQueue::Submission submission(lane);
   lane.enqueue_semaphore_waits(info);
-  const std::shared_ptr<QueueState> previous = last_queue_.lock();
-  // Set first: whatever part of the run gets enqueued, the next launch follows this queue.
-  last_queue_ = queue;
+  // Relaunching on the same queue, the usual case, touches no reference count: a live
+  // last_queue_ at this address is this queue.
+  std::shared_ptr<QueueState> previous;
+  if (last_queue_address_ != queue.get() || last_queue_.expired()) {
+    previous = last_queue_.lock();
+    // Set first: whatever part of the run gets enqueued, the next launch follows this queue.
+    last_queue_ = queue;
+    last_queue_address_ = queue.get();
+  }
   current_ = number_launch();
   const auto started = current_.profiled ? std::chrono::steady_clock::now()
                                          : std::chrono::steady_clock::time_point{};

@@ -65,6 +65,7 @@ class CudaExecutable : public ExecutableImpl {
   mutable std::mutex mutex_;
   std::shared_ptr<const LaunchContext> context_;
   std::weak_ptr<QueueState> last_queue_;
+  const QueueState* last_queue_address_ = nullptr;  // last_queue_'s, compared while it lives
   std::uint64_t launches_ = 0;
   LaunchNumber current_;
   std::optional<LaunchNumber> last_profiled_;
