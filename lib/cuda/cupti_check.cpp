@@ -1,5 +1,6 @@
 // The CUPTI door's failure path and its fault injection.
 #include "cuda/cupti_check.hpp"
+#include "cuda/cupti_session.hpp"
 #include "cuda/fault_injection.hpp"
 
 #include <cmdgraph/error.hpp>
@@ -33,7 +34,7 @@ std::string describe(CUptiResult result) {
 void fail(CUptiResult result, const char* call, Served served) {
   std::vector<std::string> commands;
   const std::string message = failed_call(call, served, commands) + ": " + describe(result);
-  throw Error(errc::cuda_error, message, std::move(commands));
+  throw Refused(errc::cuda_error, message, std::move(commands));
 }
 
 }  // namespace cupti

@@ -1,9 +1,10 @@
-// The CUPTI session: subscribing (once per process), the buffer callbacks, the resource and
-// driver callbacks that log node clones and launch correlation ids, and collection switched
-// on and off by reference count.
+// The CUPTI session: the buffer callbacks, the resource and driver callbacks that log node
+// clones and launch correlation ids, and collection switched on and off by reference count.
+// Subscribing itself is in cupti_subscriber.cpp.
 #include "cuda/cupti_session.hpp"
 
 #include "cuda/cupti_check.hpp"
+#include "cuda/cupti_subscriber.hpp"
 
 #include <cmdgraph/error.hpp>
 
@@ -34,18 +35,6 @@ struct SessionAccess {
 };
 
 namespace {
-
-// The activity kinds of each work bit. Kernels through the concurrent kind, so traced kernels
-// still run side by side.
-struct Collected {
-  unsigned work;
-  CUpti_ActivityKind kind;
-};
-constexpr Collected collected[] = {
-    {work::kernels, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
-    {work::copies, CUPTI_ACTIVITY_KIND_MEMCPY},
-    {work::copies, CUPTI_ACTIVITY_KIND_MEMCPY2},
-    {work::fills, CUPTI_ACTIVITY_KIND_MEMSET}};
 
 // Large buffers: fewer hand-overs on CUPTI's thread; a chain of 1,000 kernels traced at every
 // launch fills one in about 30 launches.
@@ -140,82 +129,6 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
   }
 }
 
-// Switches collection of the kinds of work bits `what` on or off: the first failure, said, or
-// nothing.
-std::string switch_kinds(unsigned what, bool on) {
-  std::string error;
-  for (const auto& [bit, kind] : collected) {
-    if (!(what & bit)) continue;
-    const CUptiResult r = CuptiDoor::try_call([&] {
-      return on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
-    });
-    if (r != CUPTI_SUCCESS && error.empty()) {
-      error = std::string(on ? "cuptiActivityEnable" : "cuptiActivityDisable") + " failed: " +
-              describe(r);
-    }
-  }
-  return error;
-}
-
-// Subscribes and registers; on failure undoes what it did and says why.
-bool start(std::string& why) {
-  CUpti_SubscriberHandle subscriber = nullptr;
-  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
-  CUpti_SubscriberParams params{};
-  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-  params.subscriberName = "cmdgraph";
-  params.oldSubscriberName = holder;
-  params.oldSubscriberSize = sizeof holder - 1;
-  const CUptiResult subscribed =
-      CuptiDoor::try_call([&] {
-        return cuptiSubscribe_v2(&subscriber, &on_callback, nullptr, &params);
-      });
-  if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    why = std::string("another CUPTI client holds CUPTI's one subscriber") +
-          (holder[0] ? std::string(" (") + holder + ")" : std::string()) +
-          ", as Nsight Systems does";
-    return false;
-  }
-  if (subscribed != CUPTI_SUCCESS) {
-    why = "cuptiSubscribe_v2 failed: " + describe(subscribed);
-    return false;
-  }
-  auto step = [&](const char* call, CUptiResult r) {
-    if (r == CUPTI_SUCCESS || !why.empty()) return;
-    why = std::string(call) + " failed: " + describe(r);
-  };
-  step("cuptiActivityRegisterCallbacks", CuptiDoor::try_call([&] {
-         return cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
-       }));
-  step("cuptiEnableCallback", CuptiDoor::try_call([&] {
-         return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                                    CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
-       }));
-  for (CUpti_CallbackId id :
-       {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz}) {
-    step("cuptiEnableCallback", CuptiDoor::try_call([&] {
-           return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-         }));
-  }
-  for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000}) {
-    step("cuptiEnableCallback", CuptiDoor::try_call([&] {
-           return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
-         }));
-  }
-  // Every kind once on and off: a kind CUPTI refuses (another tool, an old device) shows now,
-  // at compile time, rather than at a launch.
-  if (why.empty()) why = switch_kinds(work::all, true);
-  const std::string off = switch_kinds(work::all, false);
-  if (why.empty()) why = off;
-  if (why.empty()) return true;
-  if (why.find("MULTIPLE_SUBSCRIBERS") != std::string::npos) {
-    why = "another CUPTI client holds CUPTI (" + why + "), as Nsight Systems does";
-  }
-  (void)CuptiDoor::try_call([&] { return cuptiUnsubscribe(subscriber); });
-  return false;
-}
-
 }  // namespace
 
 // ---- LaunchRecords ----
@@ -246,7 +159,7 @@ Session* Session::acquire(std::string& why) {
   std::lock_guard lock(start_mutex);
   if (the_session) return the_session;
   why.clear();
-  if (!start(why)) return nullptr;
+  if (!subscribe(&on_callback, &buffer_requested, &buffer_completed, why)) return nullptr;
   the_session = new Session();
   std::thread(&Session::parse_handed_over, the_session).detach();  // lives as long as it
   return the_session;
@@ -416,7 +329,7 @@ CloneLog::~CloneLog() { clone_log = previous_; }
 std::vector<std::pair<std::uint64_t, std::uint64_t>> CloneLog::take(Served served) {
   if (!error.empty()) {
     const std::string of = served.name.empty() ? "" : " for '" + std::string(served.name) + "'";
-    throw Error(errc::cuda_error, "CUPTI's clone callback failed" + of + ": " + error);
+    throw Refused(errc::cuda_error, "CUPTI's clone callback failed" + of + ": " + error);
   }
   return std::move(pairs);
 }

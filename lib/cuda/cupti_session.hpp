@@ -6,6 +6,8 @@
 
 #include "cuda/check.hpp"
 
+#include <cmdgraph/error.hpp>
+
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -19,6 +21,14 @@
 #include <vector>
 
 namespace cmdgraph::detail::cuda::cupti {
+
+/// CUPTI refused something (a call failed, collection could not be switched on, a callback
+/// failed): thrown by CUPTI's door and the session, so a caller that can do without CUPTI
+/// (`profile = true`) tells it from every other error by its type.
+class Refused : public Error {
+ public:
+  using Error::Error;
+};
 
 /// What CUPTI collects records of, as bits of an unsigned. A traced launch switches on only
 /// what its graph runs: on the H200 (run 58) switching the copy and fill kinds on and off

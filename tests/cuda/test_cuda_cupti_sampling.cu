@@ -154,6 +154,49 @@ TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(
   CHECK(ok.last_profile().unmeasured == 0);
 }
 
+// Only CUPTI's own refusals turn profile = true to events: a CUDA call failing while a
+// CUPTI-mode executable is built is an error, even where its message says "CUPTI" (here the
+// executable's name, in every failure served for it). Each CUDA call of the build fails in
+// turn: the compile throws, or (a failure CUDA tolerates) it is still traced by CUPTI.
+TEST_CASE("cuda.cupti.a_cuda_failure_is_not_taken_for_cupti_refusing" * doctest::timeout(300)) {
+  using cmdgraph::detail::cuda::FaultInjection;
+  const Device gpu = Device::cuda(0);
+  Buffer<int> d(gpu, 1);
+  auto record = [&] {
+    CommandBuffer cmd("CUPTI-traced step");
+    auto a = cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data()).named("a");
+    cmd.fill(d, 0, 1).after(a).named("b");
+    return cmd;
+  };
+  CommandBuffer starter = record();
+  (void)traced(starter, gpu);  // CUPTI started, whichever tests ran before
+  const CompileOptions options{.backend = Backend::cuda_graph, .profile = true};
+  CommandBuffer counted = record();
+  FaultInjection::count_calls();
+  { Executable exe = compile(counted, gpu, options); }
+  const std::uint64_t total = FaultInjection::calls();
+  FaultInjection::disarm();
+  REQUIRE(total > 3);
+  std::size_t thrown = 0, named = 0;
+  for (std::uint64_t n = 1; n <= total; ++n) {
+    CAPTURE(n);
+    CommandBuffer cmd = record();
+    FaultInjection::fail_call(n, cudaErrorInvalidValue);
+    try {
+      Executable exe = compile(cmd, gpu, options);
+      FaultInjection::disarm();
+      CHECK_MESSAGE(exe.stats().profile_mode == ProfileMode::cupti, exe.stats().profile_reason);
+    } catch (const Error& e) {
+      FaultInjection::disarm();
+      ++thrown;
+      named += mentions(e, "CUPTI-traced step");
+      CHECK(e.code() == errc::cuda_error);
+    }
+  }
+  CHECK(thrown > 0);
+  CHECK(named > 0);  // the messages did say "CUPTI"
+}
+
 // A profiled launch CUPTI could not trace (switching collection on failed) still runs;
 // last_profile() then says so, and the next profiled launch is traced again.
 TEST_CASE("cuda.cupti.untraced_launch_is_reported_by_last_profile" * doctest::timeout(120)) {

@@ -304,10 +304,7 @@ std::unique_ptr<ExecutableImpl> traced_by_cupti(const std::shared_ptr<const Plan
                                              TransientBinding(*plan), options.profile_every,
                                              options.programmatic_edges, options.shape,
                                              &captures, session);
-  } catch (const Error& e) {
-    const bool cupti_refused = e.code() == errc::cuda_error &&
-                               std::string(e.what()).find("CUPTI") != std::string::npos;
-    if (!cupti_refused) throw;
+  } catch (const cuda::cupti::Refused& e) {
     why = e.what();
     return nullptr;
   }

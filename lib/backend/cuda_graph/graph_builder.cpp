@@ -15,15 +15,17 @@ namespace {
 // as a hand-built graph's nodes are added, else the plan's topological order. CUDA's replay
 // depends on it: an unshaped random DAG of 4,000 kernels added in the plan's order replayed at
 // 1.14-1.18x of the same graph added in recording order (bench/RESULTS.md, run 52).
-std::vector<std::uint32_t> node_order(const Plan& plan) {
+// `recording` holds the recording order when that is the one returned.
+const std::vector<std::uint32_t>& node_order(const Plan& plan,
+                                             std::vector<std::uint32_t>& recording) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     for (std::uint32_t p : plan.parents[c]) {
       if (p > c) return plan.order;
     }
   }
-  std::vector<std::uint32_t> order(plan.size());
-  for (std::uint32_t c = 0; c < plan.size(); ++c) order[c] = c;
-  return order;
+  recording.resize(plan.size());
+  for (std::uint32_t c = 0; c < plan.size(); ++c) recording[c] = c;
+  return recording;
 }
 
 }  // namespace
@@ -266,7 +268,10 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   // order of the shaped graph's model.
   const bool shaped = &plan == root_ && out_->shaping.shaped();
   const Adjacency& graph_parents = shaped ? out_->shaping.parents : plan.parents;
-  for (std::uint32_t c : shaped ? out_->shaping.order : node_order(plan)) {
+  std::vector<std::uint32_t> recording;
+  const std::vector<std::uint32_t>& order =
+      shaped ? out_->shaping.order : node_order(plan, recording);
+  for (std::uint32_t c : order) {
     deps.clear();
     edges.clear();
     for (std::uint32_t p : graph_parents[c]) deps.push_back(profiled ? ends[p] : nodes[p]);

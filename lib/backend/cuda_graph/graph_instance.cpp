@@ -44,8 +44,9 @@ Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& tr
   if (in.built.cupti) {
     collecting.emplace(*tracing, in.built.cupti->work);
     if (!collecting->error().empty()) {
-      throw Error(errc::cuda_error, "CUPTI refused to collect activity records for executable '" +
-                                        plan.buffer_name + "': " + collecting->error());
+      throw cuda::cupti::Refused(errc::cuda_error,
+                                 "CUPTI refused to collect activity records for executable '" +
+                                     plan.buffer_name + "': " + collecting->error());
     }
   }
   const auto start = std::chrono::steady_clock::now();

@@ -268,7 +268,8 @@ Profile read_cupti_profile(const Plan& root, const CuptiLaunch& launch,
   const std::string launch_name =
       "launch " + std::to_string(launch.index) + " of executable '" + root.buffer_name + "'";
   if (const std::string error = launch.records->error(); !error.empty()) {
-    throw Error(errc::cuda_error, "CUPTI did not trace " + launch_name + ": " + error);
+    throw cuda::cupti::Refused(errc::cuda_error,
+                               "CUPTI did not trace " + launch_name + ": " + error);
   }
   if (launch.profile) return *launch.profile;
   bool forced = false;

@@ -4,6 +4,7 @@
 
 #include "backend/cuda_launch/cuda_executable.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
+#include "backend/streams/stream_profiling.hpp"
 #include "backend/streams/stream_tasks.hpp"
 #include "cuda/runtime.hpp"
 #include "cuda/graph_ops.hpp"
@@ -177,8 +178,8 @@ class StreamsExecutable final : public CudaExecutable {
     for (std::size_t t = 0; t < flat.tasks.size(); ++t) {
       if (schedule.records[t]) events[t] = cuda::create_event(device, false);
     }
-    Profiling timers;
-    if (profiling()) timers = make_profiling(flat, schedule, device);
+    StreamProfiling timers;
+    if (profiling()) timers = stream_profiling(flat, schedule, device);
     auto context = launch_context(*plan, device, errors,
                                   events_pool_ ? events_pool_ : std::make_shared<EventPool>(device));
     // Last: graphs taken in place are rolled back when this fails, and nothing after it can.
@@ -324,39 +325,6 @@ class StreamsExecutable final : public CudaExecutable {
     }
   }
 
-  // Profiling: timed events around every task that is a command, from the entry to the exit
-  // join of every executed buffer, and the launch's first.
-  struct Profiling {
-    cuda::Event launch_start;
-    std::vector<cuda::Event> events;
-    std::vector<ProfilePoint> points;
-    std::vector<unsigned> lanes;                    // per point
-    std::vector<std::vector<cudaEvent_t>> before;   // per task: events recorded before it
-    std::vector<std::vector<cudaEvent_t>> after;    // ... and after it
-  };
-  static Profiling make_profiling(const FlatPlan& flat, const LaneSchedule& schedule, int device) {
-    Profiling p;
-    p.launch_start = cuda::create_event(device, true);
-    p.before.resize(flat.tasks.size());
-    p.after.resize(flat.tasks.size());
-    auto point = [&](const Plan* plan, std::uint32_t command, std::uint32_t first,
-                     std::uint32_t last) {
-      p.events.push_back(cuda::create_event(device, true));
-      p.events.push_back(cuda::create_event(device, true));
-      cudaEvent_t start = p.events[p.events.size() - 2].get(), end = p.events.back().get();
-      p.points.push_back({plan, command, start, end});
-      p.lanes.push_back(schedule.lane[first]);
-      p.before[first].push_back(start);
-      p.after[last].push_back(end);
-    };
-    for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
-      const FlatTask& task = flat.tasks[t];
-      if (!task.is_join()) point(task.plan, task.command, t, t);
-    }
-    for (const NestedSpan& n : flat.nested) point(n.plan, n.command, n.entry, n.exit);
-    return p;
-  }
-
   struct Keep {
     std::shared_ptr<HostErrors> errors;
     std::shared_ptr<HostCallbacks> callbacks;
@@ -366,7 +334,7 @@ class StreamsExecutable final : public CudaExecutable {
   unsigned max_streams_;
   bool programmatic_;                  // CompileOptions::programmatic_edges
   std::size_t programmatic_edges_ = 0;  // lowered as programmatic launches
-  Profiling profiling_;
+  StreamProfiling profiling_;
   std::unique_ptr<ArgumentStore> arguments_;  // on the heap: tasks point into it
   FlatPlan flat_;
   LaneSchedule schedule_;
