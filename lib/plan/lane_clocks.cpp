@@ -11,8 +11,7 @@ LaneClocks::LaneClocks(std::size_t tasks, std::size_t lanes)
       seen_(tasks * stride_, nothing),
       position_(tasks, 0),
       next_(stride_, 0),
-      lane_(tasks, 0),
-      scratch_(stride_, nothing) {
+      lane_(tasks, 0) {
   clock(0)[0] = -1;  // lane 0 follows the fork
 }
 
@@ -24,19 +23,19 @@ void LaneClocks::absorb(std::int32_t* into, std::uint32_t task) const {
 }
 
 std::size_t LaneClocks::count_waits(std::uint32_t lane, std::span<const std::uint32_t> parents) {
-  // The lane's own clock until the first wait: most parents are already followed.
+  // As enqueue, without growing a clock: a parent is followed when the lane's clock or a
+  // parent already waited on reaches it (a parent or two, against a clock per wait).
   const std::int32_t* now = clock(lane);
-  std::size_t waits = 0;
+  waited_.clear();
   for (std::uint32_t p : parents) {
     const std::uint32_t on = lane_[p];
     if (on == lane || now[on] >= position_[p]) continue;
-    if (waits++ == 0) {
-      std::copy(now, now + lanes_, scratch_.begin());
-      now = scratch_.data();
-    }
-    absorb(scratch_.data(), p);
+    const bool followed = std::any_of(waited_.begin(), waited_.end(), [&](std::uint32_t w) {
+      return seen(w)[on] >= position_[p];
+    });
+    if (!followed) waited_.push_back(p);
   }
-  return waits;
+  return waited_.size();
 }
 
 bool LaneClocks::enqueue(std::uint32_t task, std::uint32_t lane,

@@ -47,7 +47,7 @@ class LaneClocks {
   std::vector<std::int32_t> position_;   // task -> its place on its lane
   std::vector<std::int32_t> next_;       // lane -> the next task's place there
   std::vector<std::uint32_t> lane_;      // task -> its lane
-  std::vector<std::int32_t> scratch_;    // a clock being grown by waits
+  std::vector<std::uint32_t> waited_;    // count_waits: the parents it would wait on
 };
 
 }  // namespace cmdgraph::detail

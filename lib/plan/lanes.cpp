@@ -53,7 +53,9 @@ TaskTimes task_times(const FlatPlan& flat) {
     }
   }
   for (std::size_t t = n; t-- > 0;) {
-    for (std::uint32_t k : flat.children[t]) times.bottom[t] = std::max(times.bottom[t], times.bottom[k]);
+    for (std::uint32_t k : flat.children[t]) {
+      times.bottom[t] = std::max(times.bottom[t], times.bottom[k]);
+    }
     times.bottom[t] += times.weight[t];
   }
   return times;
@@ -74,23 +76,25 @@ std::vector<std::uint32_t> order_by_start(const TaskTimes& times) {
 
 // Each task's place in recording order: a buffer's commands by index, an executed buffer's
 // tasks in its own recording order between its entry and exit (flatten lays each executed
-// buffer out from its entry to its exit, nothing else between).
+// buffer out from its entry to its exit, nothing else between, so a level holds each command
+// of its buffer once: its task, or its entry).
 std::vector<std::uint32_t> recording_rank(const FlatPlan& flat) {
   const auto n = static_cast<std::uint32_t>(flat.tasks.size());
-  std::vector<std::uint32_t> exit_of(n, no_task), key(n), rank(n);
-  for (std::uint32_t t = 0; t < n; ++t) key[t] = flat.tasks[t].command;
+  std::vector<std::uint32_t> exit_of(n, no_task), command(n), rank(n);
+  for (std::uint32_t t = 0; t < n; ++t) command[t] = flat.tasks[t].command;
   for (const NestedSpan& span : flat.nested) {
     exit_of[span.entry] = span.exit;
-    key[span.entry] = span.command;
+    command[span.entry] = span.command;
   }
   std::uint32_t next = 0;
   const auto rank_level = [&](auto&& self, std::uint32_t first, std::uint32_t end) -> void {
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> level;  // (command, first task)
+    std::vector<std::uint32_t> level;  // command -> its first task
     for (std::uint32_t t = first; t < end; t = exit_of[t] == no_task ? t + 1 : exit_of[t] + 1) {
-      level.emplace_back(key[t], t);
+      if (level.size() <= command[t]) level.resize(command[t] + 1, no_task);
+      level[command[t]] = t;
     }
-    std::sort(level.begin(), level.end());
-    for (const auto& [command, t] : level) {
+    for (const std::uint32_t t : level) {
+      if (t == no_task) continue;
       rank[t] = next++;
       if (exit_of[t] == no_task) continue;
       self(self, t + 1, exit_of[t]);
@@ -221,6 +225,12 @@ class ListScheduler {
     if (times_.weight[t] == 0) {
       const std::uint32_t l = latest != no_task ? s_.lane[latest] : 0;
       if (fits(l, t)) return l;
+    }
+    // Nothing beats the continued lane when it starts t as it is ready with no wait (the scan
+    // below would keep it too): most tasks of chains, priced once.
+    if (continued != no_lane && fits(continued, t) && free_at_[continued] <= ready &&
+        clocks_.count_waits(continued, parents_) == 0) {
+      return continued;
     }
     std::uint32_t chosen = no_lane;
     std::uint64_t earliest = 0;
