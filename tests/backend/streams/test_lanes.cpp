@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <numeric>
 #include <random>
 #include <set>
 #include <vector>
@@ -206,5 +207,42 @@ TEST_CASE("lanes.costs_set_the_critical_path" * doctest::timeout(30)) {
     CAPTURE(heavy);
     CHECK(at(heavy) < at(5 - heavy));
     CHECK(s.schedule.makespan == 3 * (50'000 + 500) + 4 * (1'000 + 500));
+  }
+}
+
+TEST_CASE("lanes.recording_order_through_executed_buffers" * doctest::timeout(30)) {
+  // An executed buffer's tasks are enqueued between its entry and exit, in its own recording
+  // order, each once; every edge stays implied.
+  CommandBuffer inner("inner");
+  Command a = inner.host([] {});
+  Command b = inner.host([] {});
+  inner.host([] {}).after(b);
+  a.after(b);  // recorded before its parent: the order follows the edge
+  CommandBuffer cmd("outer");
+  Command first = cmd.host([] {});
+  Command nested = cmd.execute(inner);
+  cmd.host([] {}).after(nested);
+  cmd.host([] {}).after(first);
+  nested.after(first);
+  Scheduled s;
+  s.plan = detail::build_plan(*detail::recording_of(cmd));
+  s.flat = detail::flatten(*s.plan);
+  s.schedule = detail::assign_lanes_in(LaneOrder::as_recorded, s.flat, 2);
+  REQUIRE(s.flat.nested.size() == 1);
+  std::vector<std::uint32_t> sorted = s.schedule.order;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::uint32_t> every(s.flat.tasks.size());
+  std::iota(every.begin(), every.end(), 0u);
+  CHECK(sorted == every);
+  const std::string problem = unimplied_edge(s);
+  CHECK_MESSAGE(problem.empty(), problem);
+  const auto at = [&](std::uint32_t task) {
+    return std::find(s.schedule.order.begin(), s.schedule.order.end(), task) -
+           s.schedule.order.begin();
+  };
+  const detail::NestedSpan& span = s.flat.nested.front();
+  for (std::uint32_t t = span.entry + 1; t < span.exit; ++t) {
+    CHECK(at(span.entry) < at(t));
+    CHECK(at(t) < at(span.exit));
   }
 }
