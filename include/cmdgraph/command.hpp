@@ -243,7 +243,9 @@ class BasicCommand {
   /// Says roughly how long the command runs on the device, for graph shaping: with a cost on
   /// every command that takes a lane, the cuda_graph backend's default shaping
   /// (GraphShape::automatic) adds lane edges that make CUDA's launch cheap without starting
-  /// any command later than the plan's own edges would (see GraphShape). A hint: it changes
+  /// any command later than the plan's own edges would (see GraphShape); with a cost on every
+  /// command that takes time, the streams backend places commands on streams by their costs
+  /// and never trades a longer estimated run for fewer event waits. A hint: it changes
   /// what no command does, and a rough figure serves (a profile's duration, or
   /// CommandBuffer::costs_from to take them all from one). Barriers and events take no time
   /// whatever their cost; only the compiled buffer's own commands count (not those of
