@@ -10,6 +10,7 @@
 #include <cmdgraph/executable.hpp>
 #include <cmdgraph/fence.hpp>
 #include <cmdgraph/graph_shape.hpp>
+#include <cmdgraph/launch_config.hpp>
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/portable.hpp>
 #include <cmdgraph/priority.hpp>

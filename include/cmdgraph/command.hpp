@@ -2,6 +2,7 @@
 // declared access.
 #pragma once
 
+#include <cmdgraph/launch_config.hpp>
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/priority.hpp>
 
@@ -16,32 +17,6 @@
 #include <vector>
 
 namespace cmdgraph {
-
-/// Grid or block dimensions of a kernel launch.
-struct Dim3 {
-  /// Extents in x, y and z.
-  ///@{
-  unsigned x = 1, y = 1, z = 1;
-  ///@}
-  /// 1 x 1 x 1.
-  constexpr Dim3() = default;
-  /// `x_` x `y_` x `z_`; converts from one number, so `{blocks}` is a 1-D grid.
-  constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
-  /// Equal when all three extents are.
-  friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
-};
-
-/// How a kernel is launched. Every dimension must be non-zero.
-struct LaunchConfig {
-  /// Blocks in the grid.
-  Dim3 grid;
-  /// Threads per block.
-  Dim3 block;
-  /// Dynamic shared memory per block, in bytes.
-  std::size_t shared_bytes = 0;
-  /// Equal when grid, block and shared memory are.
-  friend constexpr bool operator==(const LaunchConfig&, const LaunchConfig&) = default;
-};
 
 /// What a command does.
 enum class CommandKind : unsigned char {
@@ -245,9 +220,10 @@ class BasicCommand {
   /// (GraphShape::automatic) adds lane edges that make CUDA's launch cheap without starting
   /// any command later than the plan's own edges would (see GraphShape); with a cost on every
   /// command that takes time, the streams backend places commands on streams by their costs
-  /// and never trades a longer estimated run for fewer event waits. A hint: it changes
-  /// what no command does, and a rough figure serves (a profile's duration, or
-  /// CommandBuffer::costs_from to take them all from one). Barriers and events take no time
+  /// and never trades a longer estimated launch (the device's run, or the host's enqueue when
+  /// that is longer) for fewer event waits. A hint: it changes what no command does, and a
+  /// rough figure serves (a profile's duration, or CommandBuffer::costs_from to take them all
+  /// from one). Barriers and events take no time
   /// whatever their cost; only the compiled buffer's own commands count (not those of
   /// buffers it executes, nor bodies). May be given after compile() too, for the next
   /// compile() of the buffer; an executable keeps the costs it was compiled with, and

@@ -6,6 +6,7 @@
 
 #include "plan/flat_plan.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -39,11 +40,15 @@ struct LaneSchedule {
   LaneOrder enqueued = LaneOrder::by_start;         // the order `order` follows
   bool by_costs = false;                            // makespan in ns from costs, else in tasks
   std::uint64_t makespan = 0;                       // estimated: the last task's finish
+  std::uint64_t host_enqueue = 0;                   // with costs: the host's enqueue, in ns
 
   /// Events the schedule uses: one per recording task, plus the fork when any lane forks.
   std::uint32_t event_count() const;
   /// cudaStreamWaitEvent calls per launch: cross-lane waits, fork waits and joins.
   std::uint32_t wait_count() const;
+  /// A launch's estimated time: with costs (ns), the longer of the device's run and the host's
+  /// enqueue, which sets the pace when kernels are short; in units, the makespan.
+  std::uint64_t launch_time() const { return std::max(makespan, host_enqueue); }
 };
 
 /// Assigns tasks to at most `max_lanes` lanes (at least 1), enqueued in `order`, and prunes
@@ -63,9 +68,9 @@ LaneSchedule assign_lanes_in(LaneOrder order, const FlatPlan& flat, unsigned max
                              std::span<const std::int32_t> classes = {});
 
 /// The streams backend's schedule: of the schedules in each LaneOrder, the one with the fewest
-/// waits whose estimated makespan is no longer than the by_start one's (the critical path
-/// first: the reference for time), ties to by_start. With costs no longer means no longer;
-/// counting tasks as units, up to 1/32 longer (see lanes.cpp for why).
+/// waits whose estimated launch_time() is no longer than the by_start one's (the critical
+/// path first: the reference for time), ties to by_start. With costs no longer means no longer,
+/// the host's enqueue counted; counting tasks as units, up to 1/32 longer (see lanes.cpp).
 LaneSchedule assign_lanes(const FlatPlan& flat, unsigned max_lanes,
                           std::span<const std::int32_t> classes = {});
 

@@ -161,3 +161,39 @@ TEST_CASE("lanes.no_more_waits_than_a_careful_hand" * doctest::timeout(120)) {
   }
 }
 
+
+TEST_CASE("lanes.host_bound_costs_keep_the_fewer_waits" * doctest::timeout(120)) {
+  // With a cost on every task the model is in nanoseconds, and a launch takes the longer of the
+  // device's run and the host's enqueue, one CUDA call per task, wait and record. Kernels of
+  // ~2 us leave the host the slower (3.5 us a launch), so the waits decide, and the schedule
+  // needs no more than the hand; kernels of ~50 us leave the device the slower, and the
+  // critical path first is kept wherever recording order would take longer there.
+  for (const unsigned lanes : {4u, 8u}) {
+    for (const std::size_t n : {1000u, 4000u}) {
+      for (const std::uint32_t seed : {7u, 8u}) {
+        const Dag dag = random_earlier(n, seed);
+        for (const auto each : {std::chrono::nanoseconds(2000), std::chrono::nanoseconds(50000)}) {
+          const std::vector<std::chrono::nanoseconds> costs(dag.size, each);
+          Scheduled s = recorded(dag, costs);
+          s.schedule = detail::assign_lanes(s.flat, lanes);
+          const detail::LaneSchedule by_start =
+              detail::assign_lanes_in(detail::LaneOrder::by_start, s.flat, lanes);
+          CAPTURE(n);
+          CAPTURE(seed);
+          CAPTURE(lanes);
+          CAPTURE(each.count());
+          REQUIRE(s.schedule.by_costs);
+          CHECK(s.schedule.launch_time() <= by_start.launch_time());
+          CHECK(s.schedule.host_enqueue > 0);
+          if (each.count() == 2000) {
+            CHECK(s.schedule.host_enqueue > s.schedule.makespan);  // host-bound
+            CHECK(s.schedule.wait_count() <= careful_hand(s.flat, lanes).waits);
+          } else {
+            CHECK(s.schedule.makespan > s.schedule.host_enqueue);  // device-bound
+            CHECK(s.schedule.makespan <= by_start.makespan);
+          }
+        }
+      }
+    }
+  }
+}
