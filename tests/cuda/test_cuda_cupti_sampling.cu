@@ -94,17 +94,22 @@ TEST_CASE("cuda.profile.sampling_with_events_on_every_backend" * doctest::timeou
   }
 }
 
+namespace {
+// Kernel 'a' sets d[0], then 'b' fills it: one kernel and one fill for CUPTI to trace.
+CommandBuffer kernel_then_fill(const std::string& name, Buffer<int>& d) {
+  CommandBuffer cmd(name);
+  auto a = cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data()).named("a");
+  cmd.fill(d, 0, 1).after(a).named("b");
+  return cmd;
+}
+}  // namespace
+
 // Once CUPTI is started, `profile = true` takes CUPTI where it is usable and timed events
 // where CUPTI refuses (here through its door); CUPTI asked for where it refuses is an error.
 TEST_CASE("cuda.cupti.falls_back_to_events_when_unavailable" * doctest::timeout(120)) {
   const Device gpu = Device::cuda(0);
   Buffer<int> d(gpu, 1);
-  auto record = [&] {
-    CommandBuffer cmd("fallback");
-    auto a = cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data()).named("a");
-    cmd.fill(d, 0, 1).after(a).named("b");
-    return cmd;
-  };
+  auto record = [&] { return kernel_then_fill("fallback", d); };
   Queue q(gpu);
   CommandBuffer starter = record();
   (void)traced(starter, gpu);  // CUPTI started, whichever tests ran before
@@ -162,12 +167,7 @@ TEST_CASE("cuda.cupti.a_cuda_failure_is_not_taken_for_cupti_refusing" * doctest:
   using cmdgraph::detail::cuda::FaultInjection;
   const Device gpu = Device::cuda(0);
   Buffer<int> d(gpu, 1);
-  auto record = [&] {
-    CommandBuffer cmd("CUPTI-traced step");
-    auto a = cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data()).named("a");
-    cmd.fill(d, 0, 1).after(a).named("b");
-    return cmd;
-  };
+  auto record = [&] { return kernel_then_fill("CUPTI-traced step", d); };
   CommandBuffer starter = record();
   (void)traced(starter, gpu);  // CUPTI started, whichever tests ran before
   const CompileOptions options{.backend = Backend::cuda_graph, .profile = true};
