@@ -1,6 +1,8 @@
 // ExecutableImpl's skeleton: update by re-recording, the profile guard, recorded events.
 #include "backend/executable_impl.hpp"
 
+#include "plan/hazards.hpp"
+
 #include <cmdgraph/error.hpp>
 
 #include <algorithm>
@@ -17,6 +19,14 @@ void collect_recorded_events(const Plan& plan, std::vector<std::shared_ptr<Event
   }
 }
 
+std::size_t count_unneeded_edges(const Plan& plan) {
+  std::size_t count = unneeded_edges(plan).size();
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    for (const auto& body : plan.bodies_of(c)) count += count_unneeded_edges(*body);
+  }
+  return count;
+}
+
 std::vector<std::shared_ptr<EventState>> events_recorded_by(const Plan& plan) {
   std::vector<std::shared_ptr<EventState>> events;
   collect_recorded_events(plan, events);
@@ -30,6 +40,11 @@ ExecutableImpl::ExecutableImpl(std::shared_ptr<const Plan> plan, Device device,
     : plan_(std::move(plan)), name_(plan_->buffer_name), device_(device),
       stats_(std::move(stats)), profile_every_(std::max(1u, profile_every)),
       recorded_events_(events_recorded_by(*plan_)) {}
+
+const ExecutableStats& ExecutableImpl::stats_with_lint() const {
+  std::call_once(lint_once_, [this] { stats_.edges_unneeded = count_unneeded_edges(*plan_); });
+  return stats_;
+}
 
 ExecutableImpl::LaunchNumber ExecutableImpl::number_launch() noexcept {
   const std::uint64_t index = launch_count_.fetch_add(1, std::memory_order_relaxed);

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -89,6 +90,10 @@ class ExecutableImpl {
   LaunchNumber number_launch() noexcept;
   const ExecutableStats& stats() const noexcept { return stats_; }
   ExecutableStats& stats() noexcept { return stats_; }
+  /// stats() with edges_unneeded, the lint of Hazards::validate (plan/hazards.hpp), worked
+  /// out on the first call for the plan run then: compile() leaves it out, as it costs more
+  /// than the validation itself and a program that never reads it should not pay for it.
+  const ExecutableStats& stats_with_lint() const;
   /// Held while launching or cloning: several threads may launch one executable at once (the
   /// launches are serialized), but not while another thread updates it.
   class Sharing {
@@ -142,7 +147,8 @@ class ExecutableImpl {
   std::shared_ptr<const Plan> plan_;
   const std::string name_;
   Device device_;
-  ExecutableStats stats_;
+  mutable ExecutableStats stats_;  // mutable for edges_unneeded, set once under lint_once_
+  mutable std::once_flag lint_once_;
   unsigned profile_every_;
   std::atomic<std::uint64_t> launch_count_{0};
   std::vector<std::shared_ptr<EventState>> recorded_events_;

@@ -2,12 +2,14 @@
 // finds each command's conflicts with the latest earlier commands touching the same bytes.
 #include "plan/hazards.hpp"
 
+#include "plan/cluster_reach.hpp"
 #include "plan/plan.hpp"
 #include "plan/radix_sort.hpp"
 
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <utility>
 
 namespace cmdgraph::detail {
@@ -38,35 +40,40 @@ struct Visit {
   bool writes;
 };
 
-// The accesses in groups of overlapping ones (a cluster: a connected run of byte ranges),
-// each group in sweep order. Accesses of different clusters cannot conflict, so each cluster
-// is swept on its own, with a short sorted vector of segments instead of one map over all.
+// The accesses in groups (clusters): a connected run of byte ranges, overlapping or cut from
+// the same view (a buffer's disjoint slices stay together, so the commands of one cluster
+// are those a careful hand chains with edges: see plan/cluster_reach.hpp), each group in
+// sweep order. Accesses of different clusters cannot conflict, so each cluster is swept on
+// its own, with a short sorted vector of segments instead of one map over all.
 std::vector<Visit> clustered(const AccessLists& access, const std::vector<std::uint32_t>& sequence) {
+  // The ranges go by address, carrying the ends along: reading them back from the visits in
+  // address order would jump about the whole array.
+  struct Range {
+    std::uintptr_t begin, end, origin;
+    std::uint32_t visit;
+  };
   std::vector<Visit> visits;
+  std::vector<Range> by_begin;
   visits.reserve(2 * sequence.size());
+  by_begin.reserve(2 * sequence.size());
   for (std::uint32_t c : sequence) {
     const std::vector<MemoryAccess>& list = access[c];
     for (std::uint32_t a = 0; a < list.size(); ++a) {
       const MemoryAccess& x = list[a];
       if (x.begin < x.end) {
+        by_begin.push_back({x.begin, x.end, x.origin, static_cast<std::uint32_t>(visits.size())});
         visits.push_back({{c, a}, x.begin, x.end, 0, x.writes()});
       }
     }
   }
-  // By address, carrying the ends along: reading them back from the visits in address order
-  // would jump about the whole array.
-  struct Range {
-    std::uintptr_t begin, end;
-    std::uint32_t visit;
-  };
-  std::vector<Range> by_begin(visits.size());
-  for (std::uint32_t i = 0; i < by_begin.size(); ++i) by_begin[i] = {visits[i].begin, visits[i].end, i};
   radix_sort(by_begin, [](const Range& x) { return std::uint64_t{x.begin}; });
   std::vector<std::uint32_t> cluster_of(visits.size());
   std::uint32_t cluster = 0;
   std::uintptr_t reach = 0;
   for (std::size_t i = 0; i < by_begin.size(); ++i) {
-    if (i > 0 && by_begin[i].begin >= reach) ++cluster;
+    if (i > 0 && by_begin[i].begin >= reach && by_begin[i].origin != by_begin[i - 1].origin) {
+      ++cluster;
+    }
     reach = i == 0 ? by_begin[i].end : std::max(reach, by_begin[i].end);
     cluster_of[by_begin[i].visit] = cluster;
   }
@@ -134,7 +141,9 @@ class SegmentMap {
 // The sweep of one cluster at a time.
 class Sweep {
  public:
-  explicit Sweep(const std::vector<Visit>& visits) : visits_(visits), slot_(visits.size(), none) {}
+  // With `reach`, each conflict says whether edges among its cluster's commands order it.
+  Sweep(const std::vector<Visit>& visits, ClusterReach* reach)
+      : visits_(visits), slot_(visits.size(), none), reach_(reach) {}
   // Clusters of more accesses than this keep their segments in a map.
   static constexpr std::size_t small_cluster = 256;
 
@@ -142,6 +151,7 @@ class Sweep {
     small_ = accesses <= small_cluster;
     small_ ? vector_.clear() : map_.clear();
     readers_.clear();
+    if (reach_) reach_->start_cluster(accesses);
   }
 
   // Visit number `v` (an index into the visits).
@@ -187,6 +197,7 @@ class Sweep {
       pieces_.insert(after, Segment{x.begin, x.end, v});
     }
     segments.replace(first, last, pieces_);
+    if (reach_) reach_->enter(x.toucher.command);
     emit(x.toucher, out);
   }
 
@@ -229,7 +240,8 @@ class Sweep {
   void emit(Toucher t, std::vector<Conflict>& out) {
     for (const Met& m : met_) {
       const Toucher earlier = visits_[m.earlier].toucher;
-      out.push_back({earlier.command, t.command, earlier.access, t.access, m.begin, m.end});
+      out.push_back({earlier.command, t.command, earlier.access, t.access, m.begin, m.end,
+                     reach_ && reach_->reaches(earlier.command, t.command)});
       slot_[m.earlier] = none;
     }
   }
@@ -246,6 +258,7 @@ class Sweep {
 
   const std::vector<Visit>& visits_;
   std::vector<std::uint32_t> slot_;  // by visit: its index in met_ while met, else none
+  ClusterReach* reach_;
   bool small_ = true;
   SegmentVector vector_;           // the segments, by first byte, never overlapping,
   SegmentMap map_;                 // in one of these
@@ -262,9 +275,12 @@ const std::vector<MemoryAccess>& AccessLists::operator[](std::uint32_t c) const 
 }
 
 std::vector<Conflict> immediate_conflicts(const AccessLists& access,
-                                          const std::vector<std::uint32_t>& sequence) {
+                                          const std::vector<std::uint32_t>& sequence,
+                                          const Adjacency* parents) {
   const std::vector<Visit> visits = clustered(access, sequence);
-  Sweep sweep(visits);
+  std::optional<ClusterReach> reach;
+  if (parents) reach.emplace(*parents, parents->vertices());
+  Sweep sweep(visits, reach ? &*reach : nullptr);
   std::vector<Conflict> found;
   found.reserve(visits.size() + visits.size() / 2);
   for (std::size_t i = 0; i < visits.size(); ++i) {

@@ -83,6 +83,12 @@ std::string lifetime_hazard(const Plan& plan, std::uint32_t c, const MemoryAcces
   return {};
 }
 
+std::vector<std::uint32_t> ranks_of(const std::vector<std::uint32_t>& order) {
+  std::vector<std::uint32_t> rank(order.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
+  return rank;
+}
+
 std::string describe(const Plan& plan, const AccessLists& access, const Conflict& k) {
   const MemoryAccess& a = access[k.first][k.first_access];
   const MemoryAccess& b = access[k.second][k.second_access];
@@ -192,41 +198,43 @@ void infer_edges(Plan& plan) {
 namespace {
 
 struct Validation {
-  std::size_t validated = 0;     // conflicting pairs found ordered
-  std::vector<Edge> unneeded;    // as HazardSummary::unneeded, when nothing is unordered
+  std::size_t validated = 0;  // conflicting pairs found ordered
   std::vector<Conflict> unordered;
 };
 
+// The immediate conflicts of `plan` over `access`, swept in validation order: each is ordered
+// (counted) or not (listed). Most are answered by the edges among the commands of their
+// cluster (ClusterReach), the rest in whole-plan passes (plan/reach.hpp).
 Validation check_edges(const Plan& plan, const AccessLists& access) {
   Validation result;
-  const std::size_t n = plan.size();
   const std::vector<std::uint32_t> order = validation_order(plan);
-  const std::vector<Conflict> conflicts = immediate_conflicts(access, order);
-  std::vector<std::uint32_t> rank(n);
-  for (std::uint32_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
-
-  // Is each pair ordered, and which edges lie on a path between an ordered pair? In passes
-  // (plan/reach.hpp).
+  // Every edge, not only those the reduction kept: a careful hand's edge from the last
+  // command that touched a buffer is often implied through another buffer's commands, and
+  // then the path among the buffer's own commands would be lost.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> up;
+  up.reserve(plan.edges.size());
+  for (const Edge& e : plan.edges) up.emplace_back(e.child, e.parent);
+  const Adjacency parents = Adjacency::from_pairs(plan.size(), up);
+  const std::vector<Conflict> conflicts = immediate_conflicts(access, order, &parents);
   std::vector<Edge> questions;
-  questions.reserve(conflicts.size());
-  for (const Conflict& k : conflicts) questions.push_back({k.first, k.second});
-  std::vector<std::uint32_t> bit_of(n, Reach::no_bit), unordered;
-  PassWalk walk(plan, order, rank, questions, bit_of);
+  std::vector<std::uint32_t> asked;  // by question: its conflict
+  for (std::uint32_t i = 0; i < conflicts.size(); ++i) {
+    if (conflicts[i].ordered_nearby) {
+      ++result.validated;
+    } else {
+      questions.push_back({conflicts[i].first, conflicts[i].second});
+      asked.push_back(i);
+    }
+  }
+  if (questions.empty()) return result;
+  const std::vector<std::uint32_t> rank = ranks_of(order);
+  std::vector<std::uint32_t> bit_of(plan.size(), Reach::no_bit), unordered;
+  PassWalk walk(plan, order, rank, questions, bit_of, false);
   in_passes(questions, rank, bit_of, [&](const std::vector<std::uint32_t>& ids,
                                          std::uint32_t lo, std::uint32_t hi) {
     result.validated += walk.run(ids, lo, hi, unordered);
   });
-  for (const std::uint32_t i : unordered) result.unordered.push_back(conflicts[i]);
-  if (!unordered.empty()) return result;
-  for (std::uint32_t v = 0; v < n; ++v) {
-    if (access[v].empty()) continue;
-    const auto children = plan.children[v];
-    for (std::size_t e = 0; e < children.size(); ++e) {
-      if (!walk.needed(plan.children.first_edge(v) + e) && !access[children[e]].empty()) {
-        result.unneeded.push_back({v, children[e]});
-      }
-    }
-  }
+  for (const std::uint32_t i : unordered) result.unordered.push_back(conflicts[asked[i]]);
   return result;
 }
 
@@ -268,7 +276,34 @@ void validate_edges(Plan& plan) {
                   "command buffer '" + plan.buffer_name + "' has");
   }
   plan.hazards.validated = v.validated;
-  plan.hazards.unneeded = std::move(v.unneeded);
+}
+
+std::vector<Edge> unneeded_edges(const Plan& plan) {
+  if (plan.hazards.applied != Hazards::validate) return {};
+  const AccessLists access(plan);
+  const std::vector<std::uint32_t> order = validation_order(plan);
+  const std::vector<Conflict> conflicts = immediate_conflicts(access, order);
+  std::vector<Edge> questions;
+  questions.reserve(conflicts.size());
+  for (const Conflict& k : conflicts) questions.push_back({k.first, k.second});
+  const std::vector<std::uint32_t> rank = ranks_of(order);
+  std::vector<std::uint32_t> bit_of(plan.size(), Reach::no_bit), unordered;
+  PassWalk walk(plan, order, rank, questions, bit_of, true);
+  in_passes(questions, rank, bit_of, [&](const std::vector<std::uint32_t>& ids,
+                                         std::uint32_t lo, std::uint32_t hi) {
+    walk.run(ids, lo, hi, unordered);
+  });
+  std::vector<Edge> unneeded;
+  for (std::uint32_t v = 0; v < plan.size(); ++v) {
+    if (access[v].empty()) continue;
+    const auto children = plan.children[v];
+    for (std::size_t e = 0; e < children.size(); ++e) {
+      if (!walk.needed(plan.children.first_edge(v) + e) && !access[children[e]].empty()) {
+        unneeded.push_back({v, children[e]});
+      }
+    }
+  }
+  return unneeded;
 }
 
 void validate_transient_edges(Plan& plan) {

@@ -6,6 +6,7 @@
 #include "command/edge.hpp"
 #include "command/memory_access.hpp"
 #include "command/payloads.hpp"
+#include "plan/adjacency.hpp"
 
 #include <cmdgraph/executable.hpp>
 
@@ -42,6 +43,7 @@ struct Conflict {
   std::uint32_t first, second;                // commands
   std::uint32_t first_access, second_access;  // indices into their access lists
   std::uintptr_t begin, end;                  // the overlapping bytes
+  bool ordered_nearby = false;  // a path of edges among commands of its cluster orders it
 };
 
 /// The conflicts each command has with the latest earlier commands touching the same bytes,
@@ -54,8 +56,12 @@ struct Conflict {
 /// collapses those it covers into one). They come cluster by cluster, so not in `sequence`
 /// order; one access's conflicts come together, in the order it met them (one per earlier
 /// access). in_sweep_order() puts them back in `sequence` order.
+/// With the plan's `parents` (and `sequence` a topological order), a conflict is marked
+/// ordered_nearby when a path of edges among the commands touching its cluster orders it
+/// (plan/cluster_reach.hpp); unmarked ones may still be ordered by a path through others.
 std::vector<Conflict> immediate_conflicts(const AccessLists& access,
-                                          const std::vector<std::uint32_t>& sequence);
+                                          const std::vector<std::uint32_t>& sequence,
+                                          const Adjacency* parents = nullptr);
 
 /// Sorts `conflicts` (immediate_conflicts over `sequence`) by the place of their second
 /// command in `sequence`, then its access, keeping the order each access met them in: the
@@ -87,8 +93,6 @@ struct HazardSummary {
   std::size_t declared = 0;                // declared accesses of the plan's own commands
   std::vector<InferredEdge> inferred;      // by edge; none among the recorded ones
   std::size_t validated = 0;               // conflicting pairs found ordered
-  std::vector<Edge> unneeded;              // kept edges between commands that touch memory,
-                                           // on no path between a conflicting pair
 };
 
 /// Fills every command's access in `plan` (declared, implied by copies, fills, allocations and
@@ -101,9 +105,13 @@ void collect_access(Plan& plan, Hazards requested);
 void infer_edges(Plan& plan);
 /// Hazards::validate, on an ordered and reduced plan: throws Error(hazard) listing every
 /// immediate conflict no path of edges orders (both commands, what each touches, the kind):
-/// an edge for each listed pair orders every conflicting pair. Else records the edges that
-/// order none (HazardSummary::unneeded).
+/// an edge for each listed pair orders every conflicting pair.
 void validate_edges(Plan& plan);
+/// The lint of a plan validate passed (none under another mode): the kept edges between
+/// commands that touch memory that lie on no path between the two commands of an immediate
+/// conflict. Not part of validate_edges: it walks every pair's whole window forward and
+/// back, which validation mostly need not, so it is worked out only when asked.
+std::vector<Edge> unneeded_edges(const Plan& plan);
 /// Hazards::off on a plan with transient memory: the check of validate_edges, over the
 /// accesses to transient memory only (they are checked whatever the mode: its bytes are
 /// shared by transients whose lifetimes the edges order).

@@ -13,17 +13,17 @@
 namespace cmdgraph::detail {
 
 /// The passes of the validation over ranks [lo, hi] of `order` (in_passes gives them): forward
-/// from the pass's sources (is each pair ordered?), then backward from the second command of
-/// each ordered pair (bit u: reaches a partner of u the pair with which is ordered): an edge
-/// whose parent has a bit forward that its child has backward lies on a path between such a
-/// pair, so it is needed.
+/// from the pass's sources (is each pair ordered?), then, for the lint, backward from the
+/// second command of each ordered pair (bit u: reaches a partner of u the pair with which is
+/// ordered): an edge whose parent has a bit forward that its child has backward lies on a
+/// path between such a pair, so it is needed.
 class PassWalk {
  public:
   PassWalk(const Plan& plan, const std::vector<std::uint32_t>& order,
            const std::vector<std::uint32_t>& rank, const std::vector<Edge>& questions,
-           const std::vector<std::uint32_t>& bit_of)
+           const std::vector<std::uint32_t>& bit_of, bool lint)
       : plan_(plan), order_(order), rank_(rank), questions_(questions), bit_of_(bit_of),
-        needed_(plan.children.edges(), false) {}
+        lint_(lint), needed_(lint ? plan.children.edges() : 0, false) {}
 
   /// Questions `ids` of a pass over [lo, hi]: adds the unordered ones to `unordered`; returns
   /// how many were ordered.
@@ -42,11 +42,11 @@ class PassWalk {
         }
       }
     }
-    mark_needed(lo, hi);
+    if (lint_) mark_needed(lo, hi);
     return ordered;
   }
   /// Whether edge `e` of plan.children lies on a path between an ordered pair (of the passes
-  /// run so far).
+  /// run so far; with `lint` only).
   bool needed(std::size_t e) const { return needed_[e]; }
 
  private:
@@ -94,6 +94,7 @@ class PassWalk {
   const std::vector<std::uint32_t>& rank_;
   const std::vector<Edge>& questions_;
   const std::vector<std::uint32_t>& bit_of_;
+  const bool lint_;
   std::vector<bool> needed_;                     // by edge of plan.children
   std::vector<Reach> forward_, backward_;        // by rank - lo
   std::vector<std::uint32_t> row_start_, at_row_;

@@ -110,12 +110,11 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
 }
 
 // Declared accesses, inferred edges, validated pairs and conditional commands of the plan and
-// every body in it.
+// every body in it (the unneeded edges are counted when stats() is first read).
 void add_hazard_counts(const detail::Plan& plan, ExecutableStats& stats) {
   stats.accesses_declared += plan.hazards.declared;
   stats.edges_inferred += plan.hazards.inferred.size();
   stats.pairs_validated += plan.hazards.validated;
-  stats.edges_unneeded += plan.hazards.unneeded.size();
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (detail::traits(plan.kind(c)).conditional) ++stats.conditionals;
     for (const auto& body : plan.bodies_of(c)) add_hazard_counts(*body, stats);

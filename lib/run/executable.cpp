@@ -114,7 +114,7 @@ Fence Executable::launch(Queue& queue, const SubmitInfo& info) {
 Backend Executable::backend() const { return impl().stats().backend; }
 Device Executable::device() const { return impl().device(); }
 const std::string& Executable::name() const { return impl().name(); }
-const ExecutableStats& Executable::stats() const { return impl().stats(); }
+const ExecutableStats& Executable::stats() const { return impl().stats_with_lint(); }
 Executable Executable::clone() const {
   const detail::ExecutableImpl::Sharing sharing(impl());
   return Executable(impl().clone());

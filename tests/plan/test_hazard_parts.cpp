@@ -1,5 +1,7 @@
 // The hazard analysis's parts on their own (issue 14): the radix sort its large sorts use,
-// the order validation sweeps in, the grouping of reachability questions into passes.
+// the order validation sweeps in, the grouping of reachability questions into passes, the
+// pairs the sweep finds ordered by edges among the commands of their cluster.
+#include "plan/cluster_reach.hpp"
 #include "plan/hazards.hpp"
 #include "plan/plan.hpp"
 #include "plan/radix_sort.hpp"
@@ -226,5 +228,88 @@ TEST_CASE("hazards.reach_passes_cover_every_source_in_fewer_ranks" * doctest::ti
     MESSAGE("ranks " << ranks << " against " << by_rank);
     CHECK(ranks <= by_rank);
     if (spread) CHECK(ranks * 5 < by_rank * 4);  // a fifth fewer at least
+  }
+}
+
+namespace {
+
+// Whether each command reaches each other one under the plan's kept edges (brute force).
+std::vector<std::vector<bool>> closure_of(const detail::Plan& plan) {
+  const std::size_t n = plan.size();
+  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+  for (auto it = plan.order.rbegin(); it != plan.order.rend(); ++it) {
+    for (const std::uint32_t k : plan.children[*it]) {
+      reach[*it][k] = true;
+      for (std::uint32_t x = 0; x < n; ++x) reach[*it][x] = reach[*it][x] || reach[k][x];
+    }
+  }
+  return reach;
+}
+
+// `commands` host commands touching random slices of `buffers` buffers of 64 ints; each
+// command follows, with probability `careful`, the last command that touched each buffer it
+// touches (as a careful hand would), and otherwise a random earlier command one time in four.
+CommandBuffer random_touches(std::mt19937& rng, int commands, int buffer_count, double careful,
+                             std::vector<Buffer<int>>& buffers) {
+  for (int b = 0; b < buffer_count; ++b) buffers.emplace_back(Device::host(), 64);
+  CommandBuffer cmd("touches");
+  std::vector<Command> made, last(buffers.size());
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (int c = 0; c < commands; ++c) {
+    Command h = cmd.host([] {});
+    for (std::size_t k = 1 + rng() % 3; k > 0; --k) {
+      const std::size_t b = rng() % buffers.size(), first = rng() % 60, count = 1 + rng() % 4;
+      const View<int> v = buffers[b].subview(first, count);
+      rng() % 3 == 0 ? h.writes(v) : h.reads(v);
+      if (last[b].valid() && last[b] != h && unit(rng) < careful) h.after(last[b]);
+      last[b] = h;
+    }
+    if (!made.empty() && rng() % 4 == 0) h.after(made[rng() % made.size()]);
+    made.push_back(h);
+  }
+  return cmd;
+}
+
+}  // namespace
+
+// What the sweep marks ordered_nearby a path of edges orders (never a guess), and a careful
+// hand's edges (given all, as validation gives them, not only those the reduction kept)
+// order every conflict nearby: no pair is left to the whole-plan passes.
+// 1,500 commands on one buffer span two of ClusterReach's blocks.
+TEST_CASE("hazards.conflicts_ordered_nearby_are_ordered" * doctest::timeout(60)) {
+  std::mt19937 rng(31);
+  struct Shape {
+    int commands, buffers;
+    double careful;
+  };
+  for (const Shape shape : {Shape{200, 4, 1.0}, Shape{200, 4, 0.5}, Shape{200, 1, 0.3},
+                            Shape{1500, 1, 1.0}, Shape{1500, 1, 0.7}}) {
+    CAPTURE(shape.commands);
+    CAPTURE(shape.careful);
+    std::vector<Buffer<int>> buffers;
+    CommandBuffer cmd = random_touches(rng, shape.commands, shape.buffers, shape.careful, buffers);
+    const auto plan = detail::build_plan(*detail::recording_of(cmd), Hazards::off);
+    const auto reach = closure_of(*plan);
+    const auto order = detail::validation_order(*plan);
+    const auto unmarked = detail::immediate_conflicts(detail::AccessLists(*plan), order);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> up;
+    for (const detail::Edge& e : plan->edges) up.emplace_back(e.child, e.parent);
+    const auto parents = detail::Adjacency::from_pairs(plan->size(), up);
+    const auto marked = detail::immediate_conflicts(detail::AccessLists(*plan), order, &parents);
+    REQUIRE(marked.size() == unmarked.size());
+    REQUIRE(marked.size() > 100);
+    std::size_t nearby = 0, across_blocks = 0;
+    for (std::size_t i = 0; i < marked.size(); ++i) {
+      CHECK_FALSE(unmarked[i].ordered_nearby);
+      CHECK(marked[i].first == unmarked[i].first);
+      CHECK(marked[i].second == unmarked[i].second);
+      if (marked[i].ordered_nearby) CHECK(reach[marked[i].first][marked[i].second]);
+      nearby += marked[i].ordered_nearby;
+      across_blocks += marked[i].first / detail::ClusterReach::block !=
+                       marked[i].second / detail::ClusterReach::block;
+    }
+    if (shape.careful == 1.0) CHECK(nearby + across_blocks == marked.size());
+    CHECK(across_blocks * 20 < marked.size());
+    if (shape.careful < 1.0) CHECK(nearby < marked.size());
   }
 }

@@ -143,7 +143,7 @@ void check_unneeded(const Program& p, const Plan& plan, const std::vector<std::v
   const auto conflicts = detail::immediate_conflicts(detail::AccessLists(plan), detail::validation_order(plan));
   const auto reaches = [&](std::uint32_t a, std::uint32_t b) { return a == b || reach[a][b]; };
   std::set<std::pair<std::uint32_t, std::uint32_t>> unneeded;
-  for (const detail::Edge& e : plan.hazards.unneeded) unneeded.emplace(e.parent, e.child);
+  for (const detail::Edge& e : detail::unneeded_edges(plan)) unneeded.emplace(e.parent, e.child);
   for (std::uint32_t v = 0; v < plan.size(); ++v) {
     for (std::uint32_t k : plan.children[v]) {
       if (p.touches[v].empty() || p.touches[k].empty()) {
