@@ -146,6 +146,8 @@ struct ExecutableStats {
   /// Edges kept by the reduction between commands that touch memory (declared or implied)
   /// that order no conflicting pair: candidates to drop for more overlap (Hazards::validate;
   /// a lint, not an error). Edges to or from commands that touch no memory are not judged.
+  /// Worked out when stats() is first called, for the plan the executable then runs: it
+  /// walks every conflicting pair's commands, which the validation itself mostly need not.
   std::size_t edges_unneeded = 0;
   /// Edges lowered as programmatic dependent launches, bodies included: on a CUDA graph every
   /// programmatic edge (none in event-profile mode); on streams those whose kernels follow

@@ -149,6 +149,12 @@ struct Bound {
 std::vector<Edge> transitive_reduction(std::size_t vertices, const std::vector<Edge>& edges,
                                        const std::vector<std::uint32_t>& position,
                                        std::uint64_t* edges_examined) {
+  return *transitive_reduction_within(vertices, edges, position, ~std::uint64_t{0}, edges_examined);
+}
+
+std::optional<std::vector<Edge>> transitive_reduction_within(
+    std::size_t vertices, const std::vector<Edge>& edges, const std::vector<std::uint32_t>& position,
+    std::uint64_t budget, std::uint64_t* edges_examined) {
   // Children of each vertex in topological position order.
   std::vector<std::vector<std::uint32_t>> children(vertices);
   for (const Edge& e : edges) children[e.parent].push_back(e.child);
@@ -201,6 +207,7 @@ std::vector<Edge> transitive_reduction(std::size_t vertices, const std::vector<E
         const std::uint32_t x = stack.back();
         stack.pop_back();
         examined += children[x].size();
+        if (examined > budget) return std::nullopt;
         // Pushed in position order: the farthest child is searched first.
         for (std::uint32_t y : children[x]) {
           if (is_marked(y)) continue;
@@ -218,6 +225,15 @@ std::vector<Edge> transitive_reduction(std::size_t vertices, const std::vector<E
   }
   if (edges_examined) *edges_examined = examined;
   return kept;
+}
+
+std::vector<Edge> reduce_edges(std::size_t vertices, const std::vector<Edge>& edges,
+                               const std::vector<std::uint32_t>& position) {
+  const std::uint64_t budget = search_budget_per_edge * (edges.size() + vertices);
+  if (auto searched = transitive_reduction_within(vertices, edges, position, budget)) {
+    return std::move(*searched);
+  }
+  return transitive_reduction_by_reach(vertices, edges, position);
 }
 
 // An edge u -> v is implied by another path when some other parent of v is reached from u;

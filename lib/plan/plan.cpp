@@ -127,10 +127,7 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   plan->position.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) plan->position[plan->order[i]] = i;
 
-  // Inferred edges fan out wide (a write to every reader since) over short windows.
-  std::vector<Edge> reduced = plan->hazards.applied == Hazards::infer
-                                  ? transitive_reduction_by_reach(n, plan->edges, plan->position)
-                                  : transitive_reduction(n, plan->edges, plan->position);
+  std::vector<Edge> reduced = reduce_edges(n, plan->edges, plan->position);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> down, up;
   down.reserve(reduced.size());
   up.reserve(reduced.size());

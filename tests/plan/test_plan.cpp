@@ -97,7 +97,7 @@ TEST_CASE("plan.reduction.matches_brute_force" * doctest::timeout(120)) {
 }
 
 TEST_CASE("plan.reduction.by_reach_matches_the_search" * doctest::timeout(120)) {
-  // The bitset reduction (used under Hazards::infer) gives the search's edges in its order,
+  // The bitset reduction (reduce_edges falls back to it) gives the search's edges in its order,
   // over shapes with wide fans and DAGs large enough for several passes of 512 sources.
   const DagShape shapes[] = {DagShape::layered, DagShape::random, DagShape::shuffled, DagShape::fan,
                              DagShape::chain};
