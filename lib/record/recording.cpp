@@ -127,7 +127,7 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   // Make room first: a failed allocation must not leave a command without its barrier edge.
   reserve_edges(1);
   const bool allocates = std::holds_alternative<AllocPayload>(payload);
-  commands_.push_back({std::move(payload), std::move(name), {}, {},
+  commands_.push_back({std::move(payload), std::move(name), {},
                        static_cast<ArgumentStore::Slot>(arguments_.slot_count())});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
   allocations_ += allocates;
@@ -140,7 +140,7 @@ CommandRef Recording::add_barrier() {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
   reserve_edges((index - segment_begin_) + 1);
-  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier), {}, {},
+  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier), {},
                        static_cast<ArgumentStore::Slot>(arguments_.slot_count())});
   ++expanded_;
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
@@ -242,13 +242,14 @@ void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
                 {name});
   }
   const auto begin = reinterpret_cast<std::uintptr_t>(d.data);
-  commands_[index].access.push_back(
-      {.begin = begin,
-       .end = begin + d.bytes,
-       .origin = reinterpret_cast<std::uintptr_t>(d.origin ? d.origin : d.data),
-       .element_size = static_cast<std::uint32_t>(d.element_size),
-       .mode = d.mode,
-       .label = std::string(d.label)});
+  if (!d.label.empty() && !labels_) labels_ = std::make_shared<LabelStore>();
+  declared_.push_back({index,
+                       {.begin = begin,
+                        .end = begin + d.bytes,
+                        .origin = reinterpret_cast<std::uintptr_t>(d.origin ? d.origin : d.data),
+                        .element_size = static_cast<std::uint32_t>(d.element_size),
+                        .mode = d.mode,
+                        .label = d.label.empty() ? nullptr : labels_->keep(d.label)}});
 }
 
 Recording::UseGuard::UseGuard(const Recording& rec) : rec_(rec) {
