@@ -28,8 +28,8 @@ struct MemoryAccess {
   std::uintptr_t origin = 0;          // where the view was cut from: element ranges count here
   std::uint32_t element_size = 1;
   AccessMode mode = AccessMode::read;
-  const std::string* label = nullptr; // the user's (its recording's LabelStore), or none
   TransientRole role = TransientRole::none;
+  const std::string* label = nullptr; // the user's (its recording's LabelStore), or none
 
   bool writes() const noexcept { return (static_cast<unsigned>(mode) & 2u) != 0; }
   bool reads() const noexcept { return (static_cast<unsigned>(mode) & 1u) != 0; }
@@ -42,7 +42,7 @@ struct MemoryAccess {
 };
 
 // Plans and recordings hold tens of thousands of accesses: copying them must be plain bytes.
-static_assert(std::is_trivially_copyable_v<MemoryAccess>);
+static_assert(std::is_trivially_copyable_v<MemoryAccess> && sizeof(MemoryAccess) <= 40);
 
 /// The labels of a recording's declarations, each kept once. An access points at its label
 /// rather than holding a copy, so accesses copy as plain bytes; every plan built from the
