@@ -25,10 +25,10 @@ MemoryAccess access_of(const MemoryRange& range, AccessMode mode) {
           .origin = reinterpret_cast<std::uintptr_t>(range.origin ? range.origin : range.data),
           .element_size = static_cast<std::uint32_t>(range.element_size ? range.element_size : 1),
           .mode = mode,
-          .label = {}};
+          .label = nullptr};
 }
 
-std::string MemoryAccess::name() const { return label.empty() ? address(origin) : label; }
+std::string MemoryAccess::name() const { return label ? *label : address(origin); }
 
 std::string MemoryAccess::describe() const { return describe(begin, end); }
 
@@ -37,6 +37,13 @@ std::string MemoryAccess::describe(std::uintptr_t from, std::uintptr_t to) const
   const std::uintptr_t last = (to - origin + element_size - 1) / element_size;
   return name() + "[" + std::to_string(first) + ", " +
          std::to_string(last) + ")";
+}
+
+const std::string* LabelStore::keep(std::string_view text) {
+  if (const auto it = kept_.find(text); it != kept_.end()) return it->second;
+  const std::string& kept = labels_.emplace_back(text);
+  kept_.emplace(kept, &kept);
+  return &kept;
 }
 
 const char* verb(AccessMode mode) noexcept {
@@ -79,7 +86,6 @@ MemoryAccess whole(const TransientRange& range, AccessMode mode, TransientRole r
           .origin = range.base(),
           .element_size = range.element_size(),
           .mode = mode,
-          .label = {},
           .role = role};
 }
 }  // namespace

@@ -7,7 +7,11 @@
 #include <cmdgraph/detail/specs.hpp>
 
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
 
 namespace cmdgraph::detail {
 
@@ -24,8 +28,8 @@ struct MemoryAccess {
   std::uintptr_t origin = 0;          // where the view was cut from: element ranges count here
   std::uint32_t element_size = 1;
   AccessMode mode = AccessMode::read;
-  std::string label;                  // the user's, or empty
   TransientRole role = TransientRole::none;
+  const std::string* label = nullptr; // the user's (its recording's LabelStore), or none
 
   bool writes() const noexcept { return (static_cast<unsigned>(mode) & 2u) != 0; }
   bool reads() const noexcept { return (static_cast<unsigned>(mode) & 1u) != 0; }
@@ -35,6 +39,30 @@ struct MemoryAccess {
   std::string describe() const;
   /// The same for the part [from, to) of it.
   std::string describe(std::uintptr_t from, std::uintptr_t to) const;
+};
+
+// Plans and recordings hold tens of thousands of accesses: copying them must be plain bytes.
+static_assert(std::is_trivially_copyable_v<MemoryAccess> && sizeof(MemoryAccess) <= 40);
+
+/// The labels of a recording's declarations, each kept once. An access points at its label
+/// rather than holding a copy, so accesses copy as plain bytes; every plan built from the
+/// recording shares the store, so the labels live as long as any access pointing at them.
+class LabelStore {
+ public:
+  /// The kept copy of `text`, which lives as long as the store.
+  const std::string* keep(std::string_view text);
+
+ private:
+  std::deque<std::string> labels_;  // a deque: growing it never moves the strings pointed at
+  std::unordered_map<std::string_view, const std::string*> kept_;  // views into labels_
+};
+
+/// One reads()/writes() of command `command`. A recording keeps its declarations in one list,
+/// in the order made, not a list per command: thousands of small per-command lists cost more
+/// to grow, copy into the plan and free than the analysis that reads them.
+struct DeclaredAccess {
+  std::uint32_t command;
+  MemoryAccess access;
 };
 
 /// How a command touching `range` that way touches it (copies and fills, from their specs).

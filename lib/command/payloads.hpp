@@ -229,7 +229,6 @@ struct RunHints {
 struct CommandRecord {
   Payload payload;
   std::string name;
-  std::vector<MemoryAccess> access;  // declared by reads()/writes(); the plan adds the implied ones
   RunHints hints;
   ArgumentStore::Slot slots_end = 0;  // its values are the slots from the previous command's
                                       // slots_end to this one

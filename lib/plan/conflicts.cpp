@@ -57,7 +57,7 @@ std::vector<Visit> clustered(const AccessLists& access, const std::vector<std::u
   visits.reserve(2 * sequence.size());
   by_begin.reserve(2 * sequence.size());
   for (std::uint32_t c : sequence) {
-    const std::vector<MemoryAccess>& list = access[c];
+    const std::span<const MemoryAccess> list = access[c];
     for (std::uint32_t a = 0; a < list.size(); ++a) {
       const MemoryAccess& x = list[a];
       if (x.begin < x.end) {
@@ -269,9 +269,9 @@ class Sweep {
 
 }  // namespace
 
-const std::vector<MemoryAccess>& AccessLists::operator[](std::uint32_t c) const {
+std::span<const MemoryAccess> AccessLists::operator[](std::uint32_t c) const {
   if (lists_) return (*lists_)[c];
-  return c == changed_ ? *replacement_ : plan_.command(c).access;
+  return c == changed_ ? replacement_ : plan_.access_of(c);
 }
 
 std::vector<Conflict> immediate_conflicts(const AccessLists& access,

@@ -24,29 +24,23 @@ namespace {
 // buffer a kernel declared as "y" is "y" too).
 void share_labels(Plan& plan) {
   std::unordered_map<std::uintptr_t, const std::string*> labels;
-  for (const CommandRecord& r : plan.commands) {
-    for (const MemoryAccess& a : r.access) {
-      if (!a.label.empty()) labels.emplace(a.origin, &a.label);
-    }
+  for (const MemoryAccess& a : plan.access) {
+    if (a.label) labels.emplace(a.origin, a.label);
   }
   if (labels.empty()) return;
-  for (CommandRecord& r : plan.commands) {
-    for (MemoryAccess& a : r.access) {
-      if (const auto it = labels.find(a.origin); a.label.empty() && it != labels.end()) {
-        a.label = *it->second;
-      }
+  for (MemoryAccess& a : plan.access) {
+    if (const auto it = labels.find(a.origin); !a.label && it != labels.end()) {
+      a.label = it->second;
     }
   }
 }
 
-// The label accesses of the view starting at `origin` have in `plan` (empty if none).
-std::string label_of(const Plan& plan, std::uintptr_t origin) {
-  for (const CommandRecord& r : plan.commands) {
-    for (const MemoryAccess& a : r.access) {
-      if (a.origin == origin && !a.label.empty()) return a.label;
-    }
+// The label accesses of the view starting at `origin` have in `plan` (null if none).
+const std::string* label_of(const Plan& plan, std::uintptr_t origin) {
+  for (const MemoryAccess& a : plan.access) {
+    if (a.origin == origin && a.label) return a.label;
   }
-  return {};
+  return nullptr;
 }
 
 bool declares_anywhere(const Plan& plan) {
@@ -137,7 +131,7 @@ std::vector<std::uint32_t> validation_order(const Plan& plan) {
 }
 
 std::string memory_of(const Plan& plan, const InferredEdge& e) {
-  return plan.command(e.edge.parent).access[e.access].name();
+  return plan.access_of(e.edge.parent)[e.access].name();
 }
 
 const char* hazard_kind(const MemoryAccess& first, const MemoryAccess& second) noexcept {
@@ -146,18 +140,32 @@ const char* hazard_kind(const MemoryAccess& first, const MemoryAccess& second) n
   return "write-after-read";
 }
 
-void collect_access(Plan& plan, Hazards requested) {
+void collect_access(Plan& plan, std::span<const DeclaredAccess> declared, Hazards requested) {
   plan.hazards.requested = requested;
+  plan.hazards.declared = declared.size();
+  // Declarations come in the order made, nearly always command by command.
+  std::vector<DeclaredAccess> regrouped;
+  const auto by_command = [](const DeclaredAccess& a, const DeclaredAccess& b) {
+    return a.command < b.command;
+  };
+  if (!std::is_sorted(declared.begin(), declared.end(), by_command)) {
+    regrouped.assign(declared.begin(), declared.end());
+    std::stable_sort(regrouped.begin(), regrouped.end(), by_command);
+    declared = regrouped;
+  }
+  std::vector<MemoryAccess>& access = plan.access;
+  access.reserve(declared.size());
+  plan.access_end.reserve(plan.size());
+  auto next = declared.begin();
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    std::vector<MemoryAccess>& access = plan.commands[c].access;
-    plan.hazards.declared += access.size();
+    const std::size_t begin = access.size();
+    for (; next != declared.end() && next->command == c; ++next) access.push_back(next->access);
     add_implied_access(plan.payload(c), plan.arguments, access);
-    add_transient_access(plan, c, access);
+    add_transient_access(plan, c, access, begin);
     for (const auto& body : plan.bodies_of(c)) {
-      for (const CommandRecord& r : body->commands) {
-        access.insert(access.end(), r.access.begin(), r.access.end());
-      }
+      access.insert(access.end(), body->access.begin(), body->access.end());
     }
+    plan.access_end.push_back(static_cast<std::uint32_t>(access.size()));
   }
   share_labels(plan);
   plan.hazards.applied = requested != Hazards::automatic                 ? requested
@@ -310,7 +318,7 @@ void validate_transient_edges(Plan& plan) {
   if (plan.memory.empty()) return;
   std::vector<std::vector<MemoryAccess>> lists(plan.size());
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    for (const MemoryAccess& a : plan.command(c).access) {
+    for (const MemoryAccess& a : plan.access_of(c)) {
       if (plan.memory.find(a.begin) != TransientMemory::none) lists[c].push_back(a);
     }
   }

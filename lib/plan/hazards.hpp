@@ -11,6 +11,7 @@
 #include <cmdgraph/executable.hpp>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,17 +24,17 @@ struct Plan;
 class AccessLists {
  public:
   explicit AccessLists(const Plan& plan) : plan_(plan) {}
-  AccessLists(const Plan& plan, std::uint32_t changed, const std::vector<MemoryAccess>& access)
-      : plan_(plan), changed_(changed), replacement_(&access) {}
+  AccessLists(const Plan& plan, std::uint32_t changed, std::span<const MemoryAccess> access)
+      : plan_(plan), changed_(changed), replacement_(access) {}
   /// `lists[c]` in place of every command's access.
   AccessLists(const Plan& plan, const std::vector<std::vector<MemoryAccess>>& lists)
       : plan_(plan), lists_(&lists) {}
-  const std::vector<MemoryAccess>& operator[](std::uint32_t c) const;
+  std::span<const MemoryAccess> operator[](std::uint32_t c) const;
 
  private:
   const Plan& plan_;
   std::uint32_t changed_ = ~0u;
-  const std::vector<MemoryAccess>* replacement_ = nullptr;
+  std::span<const MemoryAccess> replacement_;
   const std::vector<std::vector<MemoryAccess>>* lists_ = nullptr;
 };
 
@@ -95,11 +96,11 @@ struct HazardSummary {
   std::size_t validated = 0;               // conflicting pairs found ordered
 };
 
-/// Fills every command's access in `plan` (declared, implied by copies, fills, allocations and
-/// frees, and by values pointing into transient memory; its body's for commands with one) and
-/// resolves the mode: automatic is validate when `plan` or a body declares access or when
-/// `plan` allocates transient memory.
-void collect_access(Plan& plan, Hazards requested);
+/// Fills every command's access in `plan` (`declared`, the recording's declarations; implied
+/// by copies, fills, allocations and frees, and by values pointing into transient memory; its
+/// body's for commands with one) and resolves the mode: automatic is validate when `plan` or a
+/// body declares access or when `plan` allocates transient memory.
+void collect_access(Plan& plan, std::span<const DeclaredAccess> declared, Hazards requested);
 /// Hazards::infer: the edges that order every conflicting pair in recording order, before
 /// the plan is ordered; appends them to plan.edges and records them.
 void infer_edges(Plan& plan);

@@ -102,6 +102,7 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   plan->buffer_name = rec.name();
   plan->commands = rec.commands();
   plan->arguments = rec.arguments();
+  plan->labels = rec.labels();
   const std::size_t n = plan->commands.size();
 
   // Bodies first: their commands' access is part of the commands that run them. They recurse
@@ -113,7 +114,7 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
     }
   }
   collect_transients(*plan, body);
-  collect_access(*plan, hazards);
+  collect_access(*plan, rec.declared(), hazards);
 
   const std::vector<Edge> full = distinct_edges(rec.edges());
   const std::vector<Edge> programmatic = distinct_edges(rec.programmatic_edges());

@@ -41,7 +41,12 @@ struct Plan {
   // Per command: the plans of its bodies (an executed buffer's, a conditional's in its kind's
   // order); empty for other kinds.
   std::vector<std::vector<std::shared_ptr<const Plan>>> bodies;
-  HazardSummary hazards;                // what the access analysis did (commands hold access)
+  // Every command's access (declared, implied by its payload or transients, its bodies'),
+  // command by command in one array: command c's ends at access_end[c] (see access_of).
+  std::vector<MemoryAccess> access;
+  std::vector<std::uint32_t> access_end;
+  std::shared_ptr<const LabelStore> labels;  // what the recording's declarations point at
+  HazardSummary hazards;                // what the access analysis did
   TransientMemory memory;               // its transients (alloc): uses, lifetimes, arena layout
 
   std::size_t size() const noexcept { return commands.size(); }
@@ -49,6 +54,11 @@ struct Plan {
   const Payload& payload(std::uint32_t c) const { return commands[c].payload; }
   CommandKind kind(std::uint32_t c) const noexcept { return kind_of(commands[c].payload); }
   const std::string& name(std::uint32_t c) const { return commands[c].name; }
+  /// What command c touches: every access the hazard analysis sees (collect_access).
+  std::span<const MemoryAccess> access_of(std::uint32_t c) const noexcept {
+    const std::uint32_t begin = c == 0 ? 0 : access_end[c - 1];
+    return {access.data() + begin, access_end[c] - begin};
+  }
   /// The plans of command c's bodies: its executed buffer's, or its conditional bodies in its
   /// kind's order; empty for other kinds.
   std::span<const std::shared_ptr<const Plan>> bodies_of(std::uint32_t c) const noexcept {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <deque>
 #include <numeric>
+#include <span>
 
 namespace cmdgraph::detail {
 namespace {
@@ -211,7 +212,8 @@ void collect_transients(Plan& plan, bool body) {
   m.uses.erase(std::unique(m.uses.begin(), m.uses.end()), m.uses.end());
 }
 
-void add_transient_access(const Plan& plan, std::uint32_t c, std::vector<MemoryAccess>& out) {
+void add_transient_access(const Plan& plan, std::uint32_t c, std::vector<MemoryAccess>& out,
+                          std::size_t from) {
   const TransientMemory& m = plan.memory;
   if (m.empty()) return;
   auto [first, last] = std::equal_range(m.uses.begin(), m.uses.end(), TransientUse{c, 0},
@@ -221,10 +223,10 @@ void add_transient_access(const Plan& plan, std::uint32_t c, std::vector<MemoryA
   for (auto it = first; it != last; ++it) {
     out.push_back(transient_use(*m.list[it->transient].range));
   }
-  for (MemoryAccess& a : out) {
-    if (a.role == TransientRole::none || !a.label.empty()) continue;
+  for (MemoryAccess& a : std::span(out).subspan(from)) {
+    if (a.role == TransientRole::none || a.label) continue;
     if (const std::uint32_t t = m.find(a.begin); t != TransientMemory::none) {
-      a.label = plan.name(m.list[t].alloc);
+      a.label = &plan.name(m.list[t].alloc);  // the plan's own: it lives as long as the access
     }
   }
 }
@@ -244,7 +246,7 @@ void check_transients(Plan& plan) {
   // Every command touching a transient's bytes is ordered with its allocation and free (the
   // hazard analysis saw to it), so its topological position says on which side it runs.
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    for (const MemoryAccess& a : plan.command(c).access) {
+    for (const MemoryAccess& a : plan.access_of(c)) {
       const std::uint32_t t = m.find(a.begin);
       if (t == TransientMemory::none || c == m.list[t].alloc || c == m.list[t].release) continue;
       const TransientInfo& info = m.list[t];

@@ -69,9 +69,10 @@ struct TransientMemory {
 /// Error(unsupported) in a `body` (transient memory is used where it is allocated).
 void collect_transients(Plan& plan, bool body);
 /// Appends to `out` what command `c` of `plan` touches of transient memory through its values,
-/// and labels the transient accesses in `out` (allocation, free, uses) with the name of the
-/// alloc command when they have none.
-void add_transient_access(const Plan& plan, std::uint32_t c, std::vector<MemoryAccess>& out);
+/// and labels the transient accesses of `out` from `from` on (c's: allocation, free, uses)
+/// with the name of the alloc command when they have none.
+void add_transient_access(const Plan& plan, std::uint32_t c, std::vector<MemoryAccess>& out,
+                          std::size_t from);
 /// On an ordered plan whose accesses to transient memory are all ordered with its allocation
 /// and free: Error(hazard) naming both commands for a command touching a transient before its
 /// allocation or after its free, or a free before its allocation. Then lays out the arena.

@@ -15,7 +15,20 @@ std::atomic<std::uint64_t> next_recording_id{1};
 struct Registry {
   std::mutex mutex;
   std::unordered_map<std::uint64_t, Recording*> open;
+  // Counts unregistrations (changed under the lock): a lookup made while it read n stays
+  // true while it reads n (ids are never reused).
+  std::atomic<std::uint64_t> closed{0};
 };
+
+// The last recording this thread resolved. Handles come in runs on one buffer (a command,
+// then its declarations and edges), and the registry's lock and lookup cost more than a
+// declaration itself.
+struct LastResolved {
+  std::uint64_t id = 0;
+  std::uint64_t closed = 0;
+  Recording* rec = nullptr;
+};
+thread_local LastResolved last_resolved;
 Registry& registry() {
   static Registry r;
   return r;
@@ -127,7 +140,7 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   // Make room first: a failed allocation must not leave a command without its barrier edge.
   reserve_edges(1);
   const bool allocates = std::holds_alternative<AllocPayload>(payload);
-  commands_.push_back({std::move(payload), std::move(name), {}, {},
+  commands_.push_back({std::move(payload), std::move(name), {},
                        static_cast<ArgumentStore::Slot>(arguments_.slot_count())});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
   allocations_ += allocates;
@@ -140,7 +153,7 @@ CommandRef Recording::add_barrier() {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
   reserve_edges((index - segment_begin_) + 1);
-  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier), {}, {},
+  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier), {},
                        static_cast<ArgumentStore::Slot>(arguments_.slot_count())});
   ++expanded_;
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
@@ -242,13 +255,14 @@ void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
                 {name});
   }
   const auto begin = reinterpret_cast<std::uintptr_t>(d.data);
-  commands_[index].access.push_back(
-      {.begin = begin,
-       .end = begin + d.bytes,
-       .origin = reinterpret_cast<std::uintptr_t>(d.origin ? d.origin : d.data),
-       .element_size = static_cast<std::uint32_t>(d.element_size),
-       .mode = d.mode,
-       .label = std::string(d.label)});
+  if (!d.label.empty() && !labels_) labels_ = std::make_shared<LabelStore>();
+  declared_.push_back({index,
+                       {.begin = begin,
+                        .end = begin + d.bytes,
+                        .origin = reinterpret_cast<std::uintptr_t>(d.origin ? d.origin : d.data),
+                        .element_size = static_cast<std::uint32_t>(d.element_size),
+                        .mode = d.mode,
+                        .label = d.label.empty() ? nullptr : labels_->keep(d.label)}});
 }
 
 Recording::UseGuard::UseGuard(const Recording& rec) : rec_(rec) {
@@ -282,6 +296,7 @@ void unregister_recording(const Recording& rec) noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   r.open.erase(rec.id());
+  r.closed.fetch_add(1, std::memory_order_release);
 }
 
 std::string describe_handle(CommandRef ref) {
@@ -303,12 +318,17 @@ Recording& resolve(CommandRef ref) {
     throw Error(errc::invalid_handle, "a default-constructed or moved-from command handle was used");
   }
   Registry& r = registry();
+  LastResolved& last = last_resolved;
+  if (last.id == ref.recording && last.closed == r.closed.load(std::memory_order_acquire)) {
+    return *last.rec;
+  }
   std::unique_lock lock(r.mutex);
   const auto it = r.open.find(ref.recording);
   if (it == r.open.end()) {
     throw Error(errc::stale_handle, "command handle #" + std::to_string(ref.index) +
                                         " belongs to a command buffer that was destroyed or reset");
   }
+  last = {ref.recording, r.closed.load(std::memory_order_relaxed), it->second};
   return *it->second;
 }
 

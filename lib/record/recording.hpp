@@ -102,6 +102,10 @@ class Recording {
   std::uint64_t expanded_size() const noexcept { return expanded_; }
 
   const std::vector<CommandRecord>& commands() const noexcept { return commands_; }
+  /// What add_access recorded, in the order declared (nearly always command by command).
+  const std::vector<DeclaredAccess>& declared() const noexcept { return declared_; }
+  /// The labels declared() points at (null until the first label).
+  std::shared_ptr<const LabelStore> labels() const noexcept { return labels_; }
   /// Full edges, recorded and from barriers, in recording order; duplicates possible.
   const std::vector<Edge>& edges() const noexcept { return edges_; }
   /// Edges recorded as EdgeKind::programmatic; duplicates possible.
@@ -147,6 +151,8 @@ class Recording {
   std::atomic<bool> sealed_{false};
   std::atomic<bool> body_{false};  // sealed as another's body (seal_as_body)
   std::vector<CommandRecord> commands_;
+  std::vector<DeclaredAccess> declared_;
+  std::shared_ptr<LabelStore> labels_;
   std::vector<Edge> edges_;
   std::vector<Edge> programmatic_edges_;
   ArgumentStore arguments_;

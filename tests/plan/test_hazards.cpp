@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <set>
 #include <vector>
@@ -330,6 +331,39 @@ TEST_CASE("hazards.message_word_for_word" * doctest::timeout(30)) {
         "y[1024, 2048) with no path between them (read-after-write)");
   CHECK(e->commands() == std::vector<std::string>{"scale", "reduce"});
   CHECK_FALSE(cmd.sealed());  // a refused compile keeps the buffer open
+}
+
+// A recording keeps its declarations in the order made; the plan gives each its command.
+TEST_CASE("hazards.declarations_made_out_of_order_belong_to_their_command" * doctest::timeout(30)) {
+  Buffer<float> x(Device::host(), 64);
+  CommandBuffer cmd("late");
+  Command first = cmd.host([] {}).named("first");
+  cmd.host([] {}).named("second").reads(x, "x");
+  first.writes(x.subview(0, 16));  // after a later command's, and unlabelled: shares "x"
+  const auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()), errc::hazard);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command buffer 'late' has 1 hazard (commands touching the same memory, one "
+        "writing, unordered):\n  command 'first' writes x[0, 16) while 'second' reads "
+        "x[0, 64) with no path between them (read-after-write)");
+}
+
+// Labels live in the recording; an executable outlives its command buffer and still names them.
+TEST_CASE("hazards.labels_outlive_the_command_buffer" * doctest::timeout(30)) {
+  Buffer<int> x(Device::host(), 8);
+  std::optional<Executable> exe;
+  {
+    CommandBuffer cmd("gone");
+    cmd.host([] {}).writes(x, std::string(40, 'x').c_str());  // longer than any inline string
+    cmd.host([] {}).reads(x);
+    exe = compile(cmd, Device::host(), {.hazards = Hazards::infer});
+  }
+  const auto path = std::filesystem::temp_directory_path() / "cmdgraph_labels.dot";
+  exe->write_dot(path.string());
+  std::ifstream in(path);
+  const std::string dot((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  CHECK(dot.find("label=\"" + std::string(40, 'x') + "\"") != std::string::npos);
 }
 
 TEST_CASE("hazards.disjoint_slices_never_conflict" * doctest::timeout(30)) {
