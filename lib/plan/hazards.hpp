@@ -81,7 +81,7 @@ const char* hazard_kind(const MemoryAccess& first, const MemoryAccess& second) n
 /// (A name per edge, formatted as the edges were inferred, took a quarter of infer's time.)
 struct InferredEdge {
   Edge edge;
-  std::uint32_t access;  // into plan.command(edge.parent).access
+  std::uint32_t access;  // into plan.access_of(edge.parent)
 };
 
 /// The memory inferred edge `e` of `plan` orders: "y", else the view's address.
