@@ -1,6 +1,6 @@
 // bench_hazards: what declared access costs on the host backend (bench/hazard_programs.hpp):
 // each command a parallel_for of one empty step, so the figures are the CPU cost of recording
-// and compiling. Usage: bench_hazards [--nearby] [commands...]
+// and compiling. Usage: bench_hazards [--nearby] [--only CONFIG] [commands...]
 #include "hazard_programs.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 // bench_hazards_cuda: what declared access costs on the cuda_graph backend
 // (bench/hazard_programs.hpp): each command an empty kernel over device buffers, so compile
 // includes lowering, cudaGraphInstantiate and the upload, as a CUDA user pays it.
-// Usage: bench_hazards_cuda [--nearby] [commands...]
+// Usage: bench_hazards_cuda [--nearby] [--only CONFIG] [commands...]
 #include "hazard_programs.hpp"
 
 namespace {

@@ -173,14 +173,18 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The bench's main: arguments [--nearby] [commands...]; buffers of `device`.
+// The bench's main: arguments [--nearby] [--only CONFIG] [commands...]; buffers of `device`.
+// --only runs the edge-only build and CONFIG alone (to profile one configuration).
 template <class Record>
 int bench_main(int argc, char** argv, Device device, const CompileOptions& base, Record record) {
   std::vector<std::size_t> sizes;
   bool nearby = false;
+  std::string_view only;
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--nearby") {
       nearby = true;
+    } else if (std::string_view(argv[i]) == "--only" && i + 1 < argc) {
+      only = argv[++i];
     } else {
       sizes.push_back(std::strtoull(argv[i], nullptr, 10));
     }
@@ -204,6 +208,7 @@ int bench_main(int argc, char** argv, Device device, const CompileOptions& base,
     ExecutableStats stats[config_count];
     for (int trial = 0; trial < 7; ++trial) {
       for (int c = 0; c < config_count; ++c) {
+        if (c > 0 && !only.empty() && only != to_string(configs[c])) continue;
         const Trial t = run(configs[c], program, exact, buffers, device, base, record);
         record_ms[c].push_back(t.record_ms);
         compile_ms[c].push_back(t.compile_ms);
@@ -214,6 +219,7 @@ int bench_main(int argc, char** argv, Device device, const CompileOptions& base,
     }
     const double base_ms = median(record_ms[0]) + median(compile_ms[0]), cpu_base = median(cpu[0]);
     for (int c = 0; c < config_count; ++c) {
+      if (record_ms[c].empty()) continue;
       const double total = median(record_ms[c]) + median(compile_ms[c]);
       std::printf("%9zu %-9s %10.2f %11.2f %10.2f %8.3fx %9.2f %11.3fx %8.2f %9zu %9zu %9zu\n", n,
                   to_string(configs[c]), median(record_ms[c]), median(compile_ms[c]), total,
