@@ -1,38 +1,15 @@
-// Recording: command storage, edges, barrier segments, names, and the registry that lets a
-// handle find its open recording (or report that it has none).
+// Recording: command storage, edges, barrier segments, names, declared access (the registry
+// that lets a handle find its open recording is record/registry.cpp).
 #include "record/recording.hpp"
 
 #include <cmdgraph/error.hpp>
 
-#include <mutex>
-#include <unordered_map>
+#include <atomic>
 
 namespace cmdgraph::detail {
 namespace {
 
 std::atomic<std::uint64_t> next_recording_id{1};
-
-struct Registry {
-  std::mutex mutex;
-  std::unordered_map<std::uint64_t, Recording*> open;
-  // Counts unregistrations (changed under the lock): a lookup made while it read n stays
-  // true while it reads n (ids are never reused).
-  std::atomic<std::uint64_t> closed{0};
-};
-
-// The last recording this thread resolved. Handles come in runs on one buffer (a command,
-// then its declarations and edges), and the registry's lock and lookup cost more than a
-// declaration itself.
-struct LastResolved {
-  std::uint64_t id = 0;
-  std::uint64_t closed = 0;
-  Recording* rec = nullptr;
-};
-thread_local LastResolved last_resolved;
-Registry& registry() {
-  static Registry r;
-  return r;
-}
 
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
@@ -285,52 +262,6 @@ Recording::ReadGuard::ReadGuard(const Recording& rec) : rec_(rec) {
 }
 
 Recording::ReadGuard::~ReadGuard() { rec_.readers_.fetch_sub(1); }
-
-void register_recording(Recording& rec) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  r.open.emplace(rec.id(), &rec);
-}
-
-void unregister_recording(const Recording& rec) noexcept {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  r.open.erase(rec.id());
-  r.closed.fetch_add(1, std::memory_order_release);
-}
-
-std::string describe_handle(CommandRef ref) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  const auto it = r.open.find(ref.recording);
-  if (it == r.open.end() || ref.index >= it->second->commands().size()) {
-    // Appended, not `"#" + std::to_string(...)`: GCC 12 at -O3 warns falsely on that form
-    // (-Wrestrict), which -Werror turns into a failed release build.
-    std::string described = "#";
-    described += std::to_string(ref.index);
-    return described + " of a destroyed or reset command buffer";
-  }
-  return it->second->name() + "/" + it->second->command_name(ref.index);
-}
-
-Recording& resolve(CommandRef ref) {
-  if (ref.recording == 0) {
-    throw Error(errc::invalid_handle, "a default-constructed or moved-from command handle was used");
-  }
-  Registry& r = registry();
-  LastResolved& last = last_resolved;
-  if (last.id == ref.recording && last.closed == r.closed.load(std::memory_order_acquire)) {
-    return *last.rec;
-  }
-  std::unique_lock lock(r.mutex);
-  const auto it = r.open.find(ref.recording);
-  if (it == r.open.end()) {
-    throw Error(errc::stale_handle, "command handle #" + std::to_string(ref.index) +
-                                        " belongs to a command buffer that was destroyed or reset");
-  }
-  last = {ref.recording, r.closed.load(std::memory_order_relaxed), it->second};
-  return *it->second;
-}
 
 void Recording::require_command(CommandRef ref) const {
   if (ref.index >= commands_.size()) {
