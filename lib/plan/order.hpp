@@ -39,11 +39,12 @@ std::vector<Edge> transitive_reduction_by_reach(std::size_t vertices,
                                                 const std::vector<std::uint32_t>& position);
 
 /// How many edges per edge (and vertex) the search may examine before reduce_edges gives it
-/// up for the bitsets: the shapes of tests/support/plan_shapes.hpp take less than one, while
-/// wide fans (a write after every reader since, each reader after the writer before) made it
-/// walk each fan's window again for every child, 5 s at 100,000 commands where the bitsets
-/// take 0.5 s.
-constexpr std::uint64_t search_budget_per_edge = 8;
+/// up for the bitsets: every shape of tests/support/plan_shapes.hpp takes at most 4 (tested
+/// in reliability.reduction_work_is_linear_on_every_shape), while wide fans (a write after
+/// every reader since, each reader after the writer before) made it walk each fan's window
+/// again for every child, 5 s at 100,000 commands where the bitsets take 0.5 s. What the
+/// search examined before giving up is lost, so the budget is no larger than that.
+constexpr std::uint64_t search_budget_per_edge = 4;
 /// The transitive reduction, as both above give it: by search, unless it examines more than
 /// search_budget_per_edge edges per edge, then by bitsets. Which one suits depends on the
 /// shape of the edges, not on who wrote them (recorded by hand or inferred from access).
