@@ -42,7 +42,16 @@ ExecutableImpl::ExecutableImpl(std::shared_ptr<const Plan> plan, Device device,
       recorded_events_(events_recorded_by(*plan_)) {}
 
 const ExecutableStats& ExecutableImpl::stats_with_lint() const {
-  std::call_once(lint_once_, [this] { stats_.edges_unneeded = count_unneeded_edges(*plan_); });
+  std::lock_guard lock(lint_mutex_);
+  if (!lint_counted_) {
+    stats_.edges_unneeded = count_unneeded_edges(*plan_);
+    lint_counted_ = true;
+  }
+  return stats_;
+}
+
+ExecutableStats ExecutableImpl::stats_for_clone() const {
+  std::lock_guard lock(lint_mutex_);
   return stats_;
 }
 

@@ -94,6 +94,8 @@ class ExecutableImpl {
   /// out on the first call for the plan run then: compile() leaves it out, as it costs more
   /// than the validation itself and a program that never reads it should not pay for it.
   const ExecutableStats& stats_with_lint() const;
+  /// A copy of stats() for a clone, taken while no other thread counts the lint into them.
+  ExecutableStats stats_for_clone() const;
   /// Held while launching or cloning: several threads may launch one executable at once (the
   /// launches are serialized), but not while another thread updates it.
   class Sharing {
@@ -147,8 +149,9 @@ class ExecutableImpl {
   std::shared_ptr<const Plan> plan_;
   const std::string name_;
   Device device_;
-  mutable ExecutableStats stats_;  // mutable for edges_unneeded, set once under lint_once_
-  mutable std::once_flag lint_once_;
+  mutable ExecutableStats stats_;  // mutable for edges_unneeded, counted once under lint_mutex_
+  mutable std::mutex lint_mutex_;
+  mutable bool lint_counted_ = false;
   unsigned profile_every_;
   std::atomic<std::uint64_t> launch_count_{0};
   std::vector<std::shared_ptr<EventState>> recorded_events_;

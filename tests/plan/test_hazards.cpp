@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
 using namespace cmdgraph;
@@ -433,6 +434,38 @@ TEST_CASE("hazards.declarations_are_checked_when_recorded" * doctest::timeout(30
   CHECK(mentions(*e, "'task' declares that it writes a null view"));
   CMDGRAPH_EXPECT_ERROR(task.reads(y.subview(2, 0)), errc::invalid_argument);
   CHECK(compile(cmd, Device::host()).stats().accesses_declared == 0);  // nothing was kept
+}
+
+// The lint is counted when stats() is first read; a clone taken meanwhile on another thread
+// copies the stats without racing with that count (TSan's setup runs this), and counts its own.
+TEST_CASE("hazards.lint_counted_while_another_thread_clones" * doctest::timeout(60)) {
+  std::vector<Buffer<int>> buffers;
+  for (int b = 0; b < 50; ++b) buffers.emplace_back(Device::host(), 64);
+  CommandBuffer cmd("cloned");
+  std::vector<Command> last(buffers.size());
+  for (int c = 0; c < 3000; ++c) {
+    const std::size_t b = static_cast<std::size_t>(c * 7 % 50);
+    Command h = cmd.host([] {});
+    c % 3 == 0 ? h.writes(buffers[b].subview(c % 60, 4)) : h.reads(buffers[b].subview(c % 60, 4));
+    if (last[b].valid()) h.after(last[b]);  // a chain per buffer: reads after reads order nothing
+    last[b] = h;
+  }
+  const std::size_t expected = compile(cmd, Device::host()).stats().edges_unneeded;
+  REQUIRE(expected > 0);
+  for (int round = 0; round < 4; ++round) {
+    Executable exe = compile(cmd, Device::host());
+    std::atomic<bool> go{false};
+    std::optional<Executable> copy;
+    std::thread cloner([&] {
+      while (!go.load()) {
+      }
+      copy.emplace(exe.clone());
+    });
+    go.store(true);
+    CHECK(exe.stats().edges_unneeded == expected);
+    cloner.join();
+    CHECK(copy->stats().edges_unneeded == expected);
+  }
 }
 
 TEST_CASE("hazards.dot_draws_inferred_edges_dashed_with_their_memory" * doctest::timeout(30)) {

@@ -60,7 +60,7 @@ class GraphExecutable final : public CudaExecutable {
 
   std::unique_ptr<ExecutableImpl> clone() const override {
     // A graph of its own: its allocation nodes put its transients elsewhere.
-    return std::make_unique<GraphExecutable>(shared_plan(), device(), stats(), args_, transients_,
+    return std::make_unique<GraphExecutable>(shared_plan(), device(), stats_for_clone(), args_, transients_,
                                              profile_every(), programmatic_, shape_, nullptr,
                                              session_);
   }

@@ -180,7 +180,7 @@ class HostExecutable final : public ExecutableImpl {
   }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    auto copy = std::make_unique<HostExecutable>(program_, stats(), profile_every());
+    auto copy = std::make_unique<HostExecutable>(program_, stats_for_clone(), profile_every());
     std::lock_guard lock(mutex_);
     // Its own arena, with the values (updates included) pointing there.
     copy->place_transients(*program_->plan, *arguments_, transients_);

@@ -49,7 +49,7 @@ class StreamsExecutable final : public CudaExecutable {
   std::unique_ptr<ExecutableImpl> clone() const override {
     // An arena of its own, the values pointing there.
     return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_,
-                                               profile_every(), programmatic_, stats(),
+                                               profile_every(), programmatic_, stats_for_clone(),
                                                *arguments_, transients_);
   }
 
