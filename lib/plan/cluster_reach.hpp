@@ -1,5 +1,6 @@
-// ClusterReach: while the sweep (plan/conflicts.cpp) walks one cluster of overlapping accesses,
-// which of the commands touching the cluster reach each other by edges that never leave them.
+// ClusterReach: while the sweep (plan/conflicts.cpp) walks one cluster of accesses (ranges that
+// overlap or are cut from the same view), which of the commands touching the cluster reach
+// each other by edges that never leave them.
 // Such a path orders a conflicting pair as well as any other, and it is where a careful hand
 // puts its edges (each command after the last one that touched the same memory): validation
 // then answers most pairs here, a step per edge into the cluster's commands, and leaves only
