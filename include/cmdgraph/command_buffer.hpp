@@ -210,7 +210,7 @@ class CommandBuffer {
   template <class C>
     requires std::predicate<const C&>
   Command loop_while(CommandBuffer& body, const C& condition) {
-    return Command(add_loop(body, condition_spec(condition)));
+    return Command(add_loop(body, detail::condition_spec(condition)));
   }
 
   /// Runs `body` as one command, once if `condition()` is true when the command runs (after its
@@ -222,7 +222,7 @@ class CommandBuffer {
   template <class C>
     requires std::predicate<const C&>
   Command if_then(const C& condition, CommandBuffer& body) {
-    return Command(add_if(body, condition_spec(condition)));
+    return Command(add_if(body, detail::condition_spec(condition)));
   }
 
   /// Runs `then_body` once if `condition()` is true when the command runs, else `else_body`
@@ -234,7 +234,7 @@ class CommandBuffer {
     requires std::predicate<const C&>
   Command if_else(const C& condition, CommandBuffer& then_body, CommandBuffer& else_body) {
     CommandBuffer* const bodies[] = {&then_body, &else_body};
-    return Command(add_if_else(bodies, condition_spec(condition)));
+    return Command(add_if_else(bodies, detail::condition_spec(condition)));
   }
 
   /// Runs `bodies[k]` once, where k is what `selector()` returns when the command runs; a value
@@ -250,7 +250,7 @@ class CommandBuffer {
                     std::initializer_list<std::reference_wrapper<CommandBuffer>> bodies) {
     std::vector<CommandBuffer*> cases;
     for (CommandBuffer& body : bodies) cases.push_back(&body);
-    return Command(add_switch(cases, selector_spec(selector)));
+    return Command(add_switch(cases, detail::selector_spec(selector)));
   }
   /// switch_on() over a range of buffers, or of std::reference_wrapper<CommandBuffer> (case k
   /// is the range's k-th), for cases known at run time.
@@ -260,7 +260,7 @@ class CommandBuffer {
   Command switch_on(const S& selector, Range&& bodies) {
     std::vector<CommandBuffer*> cases;
     for (CommandBuffer& body : bodies) cases.push_back(&body);
-    return Command(add_switch(cases, selector_spec(selector)));
+    return Command(add_switch(cases, detail::selector_spec(selector)));
   }
 
   /// Calls `f(stream)` at compile time on a capturing CUDA stream, so library calls (cuBLAS,
@@ -366,23 +366,6 @@ class CommandBuffer {
   detail::CommandRef add_fill(const detail::FillSpec& spec);
   detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task);
   detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
-  template <class F>
-  static detail::ConditionSpec functor_spec(const F& f, detail::HostCondition host,
-                                            const void* device_kernel) {
-    static_assert(std::is_trivially_copyable_v<F>,
-                  "conditions and selectors are copied byte-wise to the device: capture "
-                  "pointers and values, not containers");
-    return {detail::kernel_param(f), host, device_kernel};
-  }
-  template <class C>
-  static detail::ConditionSpec condition_spec(const C& condition) {
-    return functor_spec(condition, detail::host_condition_of<C>(),
-                        detail::condition_kernel_of<C>());
-  }
-  template <class S>
-  static detail::ConditionSpec selector_spec(const S& selector) {
-    return functor_spec(selector, detail::host_selector_of<S>(), detail::selector_kernel_of<S>());
-  }
   detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec);
   detail::CommandRef add_if(CommandBuffer& body, const detail::ConditionSpec& spec);
 #if CMDGRAPH_HAVE_NCCL

@@ -1,11 +1,13 @@
 // The two faces of a parallel_for functor or of a conditional command's condition or selector: a
-// host call, and (in CUDA translation units) the kernel from cmdgraph/kernels.cuh.
+// host call, and (in CUDA translation units) the kernel from cmdgraph/kernels.cuh; and a
+// condition or selector as a conditional command records it (condition_spec, selector_spec).
 #pragma once
 
 #include <cmdgraph/detail/specs.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #include <cmdgraph/kernels.cuh>
@@ -100,6 +102,24 @@ const void* selector_kernel_of() noexcept {
 #else
   return nullptr;
 #endif
+}
+
+/// A conditional command's condition C or selector S as recorded: its bytes, its host call and
+/// its kernel.
+template <class F>
+ConditionSpec functor_spec(const F& f, HostCondition host, const void* device_kernel) {
+  static_assert(std::is_trivially_copyable_v<F>,
+                "conditions and selectors are copied byte-wise to the device: capture "
+                "pointers and values, not containers");
+  return {kernel_param(f), host, device_kernel};
+}
+template <class C>
+ConditionSpec condition_spec(const C& condition) {
+  return functor_spec(condition, host_condition_of<C>(), condition_kernel_of<C>());
+}
+template <class S>
+ConditionSpec selector_spec(const S& selector) {
+  return functor_spec(selector, host_selector_of<S>(), selector_kernel_of<S>());
 }
 
 }  // namespace cmdgraph::detail
