@@ -46,11 +46,14 @@ CudaQueue::~CudaQueue() {
 }
 
 CudaQueue::Submission::Submission(CudaQueue& queue) : queue_(queue), lock_(queue.mutex_) {
+  if (!queue_.pending_) return;
   // use_count 1: only this queue holds the previous fence, so nobody can ever ask for its
   // marker; skip the event.
-  if (queue_.pending_ && queue_.pending_.use_count() > 1) {
-    queue_.pending_->device()->mark(queue_.stream());
+  if (queue_.pending_.use_count() == 1) {
+    unheld_ = std::move(queue_.pending_);
+    return;
   }
+  queue_.pending_->device()->mark(queue_.stream());
   queue_.pending_.reset();
 }
 
@@ -190,8 +193,8 @@ std::exception_ptr CudaQueue::take_device_error(int status) {
   {
     std::lock_guard lock(mutex_);
     ranges.swap(unreported_);
+    // Finished, and kept: held by nobody else, the next launch takes it over.
     if (pending_) pending_->device()->mark_finished(status);
-    pending_.reset();
   }
   release_finished();
   for (const LaunchRange& r : ranges) {

@@ -57,12 +57,17 @@ class CudaQueue final : public QueueState {
 
   /// Holds the queue while one launch enqueues its work. Opening it records the previous
   /// launch's marker if that launch's fence is still held, so the marker lands right after
-  /// that launch.
+  /// that launch; if nobody holds that fence any more, the launch may take it over.
   class Submission {
    public:
     explicit Submission(CudaQueue& queue);
     Submission(const Submission&) = delete;
     Submission& operator=(const Submission&) = delete;
+    /// The previous launch's fence if only this queue held it, else null. Nobody ever asked it
+    /// anything (asking marks a fence, which takes it from the queue), so whoever launched it
+    /// may renumber it for this launch instead of allocating another: a loop that drops its
+    /// fences allocates none.
+    std::shared_ptr<FenceState> take_unheld() noexcept { return std::move(unheld_); }
     /// The launch is enqueued: its fence (unmarked) and where its errors are kept.
     void commit(const std::shared_ptr<FenceState>& fence,
                 const std::shared_ptr<const LaunchErrors>& errors, std::uint64_t launch);
@@ -70,6 +75,7 @@ class CudaQueue final : public QueueState {
    private:
     CudaQueue& queue_;
     std::lock_guard<std::mutex> lock_;
+    std::shared_ptr<FenceState> unheld_;  // released under the lock unless taken
   };
 
   /// Inside a Submission: the stream waits for every `info.wait` value (before the work) or
@@ -114,7 +120,9 @@ class CudaQueue final : public QueueState {
   int device_ordinal_;
   cuda::Stream stream_;
   std::mutex mutex_;                     // submissions
-  std::shared_ptr<FenceState> pending_;  // the last launch's fence, not marked yet
+  // The last launch's fence, never marked (marking takes it from here); a wait finishes it
+  // without a marker and keeps it for the next launch to take over.
+  std::shared_ptr<FenceState> pending_;
   std::vector<LaunchRange> unreported_;  // per executable: launches since the last wait
   std::mutex retired_mutex_;
   std::vector<Retired> retired_;

@@ -8,9 +8,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <coroutine>
 #include <future>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 using namespace cmdgraph;
 using namespace cmdgraph::testing;
@@ -79,6 +83,65 @@ TEST_CASE("cuda.sync.fence_forms" * doctest::timeout(60)) {
   try {
     q.wait();
   } catch (const Error&) {
+  }
+}
+
+// A launch whose fence nobody holds any more may leave its fence's storage to the next launch
+// on the queue: every fence still held answers for its own launch alone, whether the one it
+// took over was dropped in flight or finished by a wait of the queue.
+TEST_CASE("cuda.sync.dropped_fences_never_confuse_held_ones" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    HostBuffer<int> gate(1);
+    auto open = [&](int value) { reinterpret_cast<volatile int*>(gate.data())[0] = value; };
+    open(1);
+    std::atomic<int> runs{0};
+    CommandBuffer cmd("numbered");
+    auto wait_gate = cmd.launch(&spin_until, LaunchConfig{{1}, {1}}, gate.data());
+    // Launch n fails exactly when n % 4 is 2 or 3. A fence taken over keeps its storage from
+    // the first dropped launch after a held one (n % 3 == 1 below), whose answer differs.
+    auto fails = [](int n) { return n % 4 >= 2; };
+    cmd.host([&] {
+         if (fails(runs.fetch_add(1))) throw std::runtime_error("a failing launch");
+       })
+        .named("fails by number")
+        .after(wait_gate);
+    Executable exe = compile(cmd, gpu, {.backend = backend});
+    Queue q(gpu);
+    auto quiet_wait = [&] {
+      try {
+        q.wait();
+      } catch (const Error&) {
+      }
+    };
+    int launch = 0;
+    std::vector<std::pair<int, Fence>> kept;
+    for (; launch < 60; ++launch) {
+      Fence f = exe.launch(q);
+      if (launch % 3 == 0) kept.emplace_back(launch, std::move(f));
+      if (launch % 7 == 6) quiet_wait();
+    }
+    // A fence dropped, then finished by the queue's wait, before a launch that is held back.
+    exe.launch(q);
+    ++launch;
+    quiet_wait();
+    open(0);
+    const int held_back = launch++;
+    Fence gated = exe.launch(q);
+    CHECK_FALSE(gated.ready());
+    CHECK_FALSE(gated.wait_for(20ms));
+    open(1);
+    kept.emplace_back(held_back, std::move(gated));
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+      INFO("launch " << it->first);
+      if (fails(it->first)) {
+        CHECK_THROWS_AS(it->second.wait(), Error);
+      } else {
+        CHECK_NOTHROW(it->second.wait());
+      }
+    }
+    quiet_wait();
+    CHECK(runs.load() == launch);
   }
 }
 

@@ -38,7 +38,8 @@ Fence CudaExecutable::launch(const std::shared_ptr<QueueState>& queue, const Sub
   }
   lane.enqueue_semaphore_signals(info);
   const std::uint64_t launch = launches_++;
-  std::shared_ptr<FenceState> fence = launch_fence(context_, launch, queue);
+  std::shared_ptr<FenceState> fence =
+      launch_fence(context_, launch, queue, submission.take_unheld());
   submission.commit(fence, context_, launch);
   return Access::fence(std::move(fence));
 }

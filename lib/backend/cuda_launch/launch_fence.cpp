@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <exception>
 #include <optional>
+#include <typeinfo>
 #include <utility>
 
 namespace cmdgraph::detail {
@@ -180,6 +181,17 @@ class LaunchCompletion final : public DeviceCompletion {
     std::lock_guard lock(mutex_);
     settle(s);
   }
+  const std::shared_ptr<const LaunchContext>& context() const noexcept { return context_; }
+  /// Launch `launch`'s completion now. Its queue gave it up unmarked, so there is no event;
+  /// that queue's lock, held by the caller, was held by whatever finished it.
+  void renumber(std::uint64_t launch) noexcept {
+    launch_ = launch;
+    finished_ = false;
+    status_ = cudaSuccess;
+    waiting_since_.reset();
+    peer_error_ = nullptr;
+  }
+
   std::exception_ptr error() override {
     std::lock_guard lock(mutex_);
     if (peer_error_) return peer_error_;
@@ -207,12 +219,19 @@ class LaunchCompletion final : public DeviceCompletion {
   std::exception_ptr peer_error_;  // a communicator that failed before the launch was seen done
 };
 
-// A launch's fence and its completion in one allocation: launch() makes one per call.
+// A launch's fence and its completion in one allocation.
 class LaunchFence final : public FenceState {
  public:
   LaunchFence(const std::shared_ptr<const LaunchContext>& context, std::uint64_t launch,
               const std::shared_ptr<QueueState>& queue)
       : FenceState(&completion_, queue), completion_(context, launch) {}
+
+  bool serves(const std::shared_ptr<const LaunchContext>& context) const noexcept {
+    return completion_.context() == context;
+  }
+  /// The fence of launch `launch` now, on the same queue. Only for a fence its queue gave up
+  /// as unheld: nobody asked it anything, so only the completion's numbers changed.
+  void renumber(std::uint64_t launch) noexcept { completion_.renumber(launch); }
 
  private:
   LaunchCompletion completion_;
@@ -222,7 +241,16 @@ class LaunchFence final : public FenceState {
 
 std::shared_ptr<FenceState> launch_fence(const std::shared_ptr<const LaunchContext>& context,
                                          std::uint64_t launch,
-                                         const std::shared_ptr<QueueState>& queue) {
+                                         const std::shared_ptr<QueueState>& queue,
+                                         std::shared_ptr<FenceState> unheld) {
+  // A CUDA queue holds launch fences only; typeid of a class of this file is a pointer compare.
+  if (unheld && typeid(*unheld) == typeid(LaunchFence)) {
+    auto& fence = static_cast<LaunchFence&>(*unheld);
+    if (fence.serves(context)) {
+      fence.renumber(launch);
+      return unheld;
+    }
+  }
   return std::make_shared<LaunchFence>(context, launch, queue);
 }
 

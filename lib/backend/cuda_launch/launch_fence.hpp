@@ -65,10 +65,13 @@ struct LaunchContext final : LaunchErrors {
   void require_peers() const;
 };
 
-/// The fence of launch number `launch` just enqueued on `queue` (not marked yet).
+/// The fence of launch number `launch` just enqueued on `queue` (not marked yet): `unheld`
+/// renumbered when it is a fence of the same context that `queue` gave up
+/// (CudaQueue::Submission::take_unheld), else a new one.
 std::shared_ptr<FenceState> launch_fence(const std::shared_ptr<const LaunchContext>& context,
                                          std::uint64_t launch,
-                                         const std::shared_ptr<QueueState>& queue);
+                                         const std::shared_ptr<QueueState>& queue,
+                                         std::shared_ptr<FenceState> unheld);
 
 /// What the launches of one instance of `plan` on `device` report errors with.
 std::shared_ptr<LaunchContext> launch_context(const Plan& plan, int device,
