@@ -5,6 +5,7 @@
 #include "backend/cuda_launch/cuda_executable.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
 #include "backend/streams/stream_profiling.hpp"
+#include "backend/streams/stream_steps.hpp"
 #include "backend/streams/stream_tasks.hpp"
 #include "cuda/runtime.hpp"
 #include "cuda/graph_ops.hpp"
@@ -66,6 +67,7 @@ class StreamsExecutable final : public CudaExecutable {
     // Copies and fills read their values as they are enqueued; kernels were prepared.
     StreamTask& task = tasks_[flat_.root_task[c]];
     task.kernel = kernel_launch(plan().payload(c), *task.args, ordinal());
+    program_.refresh(flat_.root_task[c], task);
   }
 
  private:
@@ -88,7 +90,7 @@ class StreamsExecutable final : public CudaExecutable {
     }
     if (forks_) cuda::record_event(fork_.get(), main, served);
     try {
-      for (std::uint32_t t : schedule_.order) enqueue_task(t, lanes);
+      for (const StreamStep& step : program_.steps()) enqueue_step(step, lanes);
       for (std::uint32_t j : schedule_.joins) cuda::wait_event(main, events_[j].get(), served);
     } catch (...) {
       join_everything(lanes);
@@ -96,24 +98,29 @@ class StreamsExecutable final : public CudaExecutable {
     }
   }
 
-  void enqueue_task(std::uint32_t t, const std::vector<cudaStream_t>& lanes) {
-    cudaStream_t s = lanes[schedule_.lane[t]];
-    const StreamTask& task = tasks_[t];
-    const cuda::Served served(task.name);
-    if (schedule_.fork_wait[t]) cuda::wait_event(s, fork_.get(), served);
-    for (std::uint32_t p : schedule_.waits[t]) cuda::wait_event(s, events_[p].get(), served);
-    const NvtxRange range(task.name);
+  void enqueue_step(const StreamStep& step, const std::vector<cudaStream_t>& lanes) {
+    cudaStream_t s = lanes[step.lane];
+    const cuda::Served served(step.label());
+    if (step.fork_wait) cuda::wait_event(s, fork_.get(), served);
+    for (cudaEvent_t e : program_.waits(step)) cuda::wait_event(s, e, served);
+    const NvtxRange range(step.name);
     const bool profiled = current_launch().profiled;
     if (profiled) {
-      for (cudaEvent_t e : profiling_.before[t]) cuda::record_event(e, s, served);
+      for (cudaEvent_t e : profiling_.before[step.task]) cuda::record_event(e, s, served);
     }
-    if (task.kernel) {
-      // Prepared at compile time: the launch path need not visit the plan's record.
-      launch_on_stream(*task.kernel, s, task.launch, served);
-    } else if (!task.task->is_join()) {
+    if (step.function) {
+      // Prepared at compile time: the launch path need not visit the task or the plan.
+      if (step.programmatic) {
+        cuda::launch_kernel(step.function, step.grid, step.block, step.params, step.shared_bytes,
+                            s, cuda::LaunchAttributes{.programmatic = true}, served);
+      } else {
+        cuda::launch_kernel(step.function, step.grid, step.block, step.params, step.shared_bytes,
+                            s, served);
+      }
+    } else if (const StreamTask& task = tasks_[step.task]; !task.task->is_join()) {
       const StreamSite site{s,
                             *task.args,
-                            task.kernel ? &*task.kernel : nullptr,
+                            nullptr,
                             task.callback,
                             task.graph ? task.graph->exec.get() : nullptr,
                             served,
@@ -121,9 +128,9 @@ class StreamsExecutable final : public CudaExecutable {
       enqueue_on_stream(task.task->plan->payload(task.task->command), site);
     }
     if (profiled) {
-      for (cudaEvent_t e : profiling_.after[t]) cuda::record_event(e, s, served);
+      for (cudaEvent_t e : profiling_.after[step.task]) cuda::record_event(e, s, served);
     }
-    if (schedule_.records[t]) cuda::record_event(events_[t].get(), s, served);
+    if (step.record) cuda::record_event(step.record, s, served);
   }
 
   std::optional<Profile> read_last_profile() const override {
@@ -182,6 +189,8 @@ class StreamsExecutable final : public CudaExecutable {
     if (profiling()) timers = stream_profiling(flat, schedule, device);
     auto context = launch_context(*plan, device, errors,
                                   events_pool_ ? events_pool_ : std::make_shared<EventPool>(device));
+    // The vectors move below; their elements stay where the program points.
+    StreamProgram program(schedule, tasks, events);
     // Last: graphs taken in place are rolled back when this fails, and nothing after it can.
     std::string why = attach_graphs(tasks, *plan, in_place);
 
@@ -204,6 +213,7 @@ class StreamsExecutable final : public CudaExecutable {
     arguments_ = std::move(arguments);
     tasks_ = std::move(tasks);
     events_ = std::move(events);
+    program_ = std::move(program);
     profiling_ = std::move(timers);
     events_pool_ = context->events;
     programmatic_edges_ = programmatic;
@@ -342,6 +352,7 @@ class StreamsExecutable final : public CudaExecutable {
   std::shared_ptr<HostCallbacks> callbacks_;
   std::vector<StreamTask> tasks_;
   std::vector<cuda::Event> events_;
+  StreamProgram program_;  // what a launch enqueues: tasks_ and events_ in the schedule's order
   cuda::Event fork_, done_;
   std::vector<cuda::Event> rescue_;  // per lane, for join_everything
   bool forks_ = false;
