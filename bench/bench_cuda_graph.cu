@@ -124,6 +124,29 @@ void replay(const Shape& s) {
               "  launch() overhead over cudaGraphLaunch", oh - rh,
               bench::median(our_host) - bench::median(raw_host), paired.size(),
               bench::median(paired));
+  // Control: the same graph instantiated as cmdgraph instantiates it (uploaded at once), launched
+  // raw, against the plain instantiation: what of the pair difference is CUDA's exec alone.
+  cudaGraphInstantiateParams params{};
+  params.flags = cudaGraphInstantiateFlagUpload;
+  params.uploadStream = stream;
+  cudaGraphExec_t uploaded;
+  BENCH_CUDA(cudaGraphInstantiateWithParams(&uploaded, g, &params));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  std::vector<double> control;
+  for (int i = 0; i < trials * host_launches; ++i) {
+    double times[2];
+    for (int k = 0; k < 2; ++k) {
+      const bool upload_first = i % 2;
+      cudaGraphExec_t e = (k == 0) == upload_first ? uploaded : exec;
+      times[e == uploaded] = bench::host_us([&] { BENCH_CUDA(cudaGraphLaunch(e, stream)); });
+      BENCH_CUDA(cudaStreamSynchronize(stream));
+    }
+    control.push_back(times[1] - times[0]);
+  }
+  std::printf("%-52s %+12.2f us (median of %zu pairs)\n",
+              "  control: raw launch of an uploaded instantiation", bench::median(control),
+              control.size());
+  BENCH_CUDA(cudaGraphExecDestroy(uploaded));
   BENCH_CUDA(cudaGraphExecDestroy(exec));
   BENCH_CUDA(cudaGraphDestroy(g));
 }
