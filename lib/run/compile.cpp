@@ -2,6 +2,7 @@
 // and times each.
 #include "backend/host/host_backend.hpp"
 #include "observe/nvtx.hpp"
+#include "observe/stopwatch.hpp"
 #if CMDGRAPH_HAVE_CUDA
 #include "backend/cuda_graph/graph_backend.hpp"
 #include "backend/streams/streams_backend.hpp"
@@ -18,11 +19,6 @@
 
 namespace cmdgraph {
 namespace {
-
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
 
 // How an executable not on the cuda_graph backend is timed (the graph backend decides its own:
 // CUPTI where usable). Throws for a mode it cannot have.
@@ -131,7 +127,7 @@ Executable compile(CommandBuffer& commands, Device device, const CompileOptions&
   ExecutableStats stats;
   const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const detail::Plan> plan = detail::build_plan(*rec, options.hazards);
-  stats.plan_ms = ms_since(start);
+  stats.plan_ms = detail::ms_since(start);
   stats.commands = plan->size();
   stats.edges_recorded = plan->edges.size() - plan->hazards.inferred.size();
   add_hazard_counts(*plan, stats);
@@ -142,7 +138,7 @@ Executable compile(CommandBuffer& commands, Device device, const CompileOptions&
 
   const auto lowering = std::chrono::steady_clock::now();
   auto impl = lower(std::move(plan), device, options, std::move(stats));
-  impl->stats().lower_ms = ms_since(lowering) - impl->stats().instantiate_ms;
+  impl->stats().lower_ms = detail::ms_since(lowering) - impl->stats().instantiate_ms;
   rec->seal();
   return Executable(std::move(impl));
 }

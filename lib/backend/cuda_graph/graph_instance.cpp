@@ -3,6 +3,7 @@
 
 #include "cuda/graph_ops.hpp"
 #include "cuda/stream_ops.hpp"
+#include "observe/stopwatch.hpp"
 
 #include <cmdgraph/error.hpp>
 
@@ -13,14 +14,6 @@
 #include <vector>
 
 namespace cmdgraph::detail {
-namespace {
-
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
-
 Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
                      int device, ProfileMode timing, cuda::cupti::Session* tracing,
                      bool programmatic, GraphShape shape,
