@@ -104,9 +104,10 @@ void collect_access(Plan& plan, std::span<const DeclaredAccess> declared, Hazard
 /// Hazards::infer: the edges that order every conflicting pair in recording order, before
 /// the plan is ordered; appends them to plan.edges and records them.
 void infer_edges(Plan& plan);
-/// Hazards::validate, on an ordered and reduced plan: throws Error(hazard) listing every
-/// immediate conflict no path of edges orders (both commands, what each touches, the kind):
-/// an edge for each listed pair orders every conflicting pair.
+/// Hazards::validate, on an ordered and reduced plan: throws Error(hazard) counting the
+/// immediate conflicts no path of edges orders, listing the first 50 (both commands, what each
+/// touches, the kind; Error::commands() names theirs) and how many more it left out: an edge
+/// for each of them orders every conflicting pair.
 void validate_edges(Plan& plan);
 /// The lint of a plan validate passed (none under another mode): the kept edges between
 /// commands that touch memory that lie on no path between the two commands of an immediate
