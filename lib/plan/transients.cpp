@@ -1,5 +1,5 @@
 // Transient memory in a plan: scanning the recorded values for placeholders, lifetime checks
-// by topological position, and a greedy arena layout over the lifetimes the edges order.
+// by topological position (the arena layout is plan/arena_layout.cpp).
 #include "plan/transients.hpp"
 
 #include "plan/plan.hpp"
@@ -65,66 +65,6 @@ std::pair<ArgumentStore::Slot, ArgumentStore::Slot> slots_of(const Plan& plan, s
   return {c == 0 ? 0 : plan.command(c - 1).slots_end, plan.command(c).slots_end};
 }
 
-// ---- Layout ----
-
-// reached[j]: bit i set when transient i's free reaches transient j's allocation by a path.
-std::vector<std::vector<std::uint64_t>> frees_reaching_allocations(const Plan& plan) {
-  const TransientMemory& m = plan.memory;
-  const std::size_t count = m.list.size(), words = (count + 63) / 64;
-  std::vector<std::vector<std::uint64_t>> reached(count, std::vector<std::uint64_t>(words, 0));
-  std::vector<std::uint64_t> bits(plan.size());
-  // 64 frees per pass over the plan, in topological order: memory stays one word per command.
-  for (std::size_t w = 0; w < words; ++w) {
-    std::fill(bits.begin(), bits.end(), 0);
-    for (std::size_t i = w * 64; i < std::min(count, (w + 1) * 64); ++i) {
-      if (m.list[i].release != TransientMemory::none) {
-        bits[m.list[i].release] |= std::uint64_t{1} << (i % 64);
-      }
-    }
-    for (const std::uint32_t v : plan.order) {
-      for (const std::uint32_t p : plan.parents[v]) bits[v] |= bits[p];
-    }
-    for (std::size_t j = 0; j < count; ++j) reached[j][w] = bits[m.list[j].alloc];
-  }
-  return reached;
-}
-
-// Greedy by size: each transient, largest first, takes the lowest offset clear of those
-// placed before it whose lifetimes may overlap its own.
-void lay_out(Plan& plan) {
-  TransientMemory& m = plan.memory;
-  const std::size_t count = m.list.size();
-  const auto reached = frees_reaching_allocations(plan);
-  auto precedes = [&](std::size_t i, std::size_t j) {  // i's free reaches j's allocation
-    return (reached[j][i / 64] >> (i % 64)) & 1u;
-  };
-  std::vector<std::uint32_t> by_size(count);
-  std::iota(by_size.begin(), by_size.end(), 0u);
-  std::stable_sort(by_size.begin(), by_size.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return m.footprint(a) > m.footprint(b);
-  });
-  std::vector<std::uint32_t> placed;
-  std::vector<std::pair<std::size_t, std::size_t>> taken;  // [offset, end) of overlapping ones
-  m.arena_bytes = 0;
-  for (const std::uint32_t i : by_size) {
-    taken.clear();
-    for (const std::uint32_t j : placed) {
-      if (!precedes(i, j) && !precedes(j, i)) {
-        taken.emplace_back(m.list[j].offset, m.list[j].offset + m.footprint(j));
-      }
-    }
-    std::sort(taken.begin(), taken.end());
-    std::size_t offset = 0;
-    for (const auto& [begin, end] : taken) {
-      if (offset + m.footprint(i) <= begin) break;
-      offset = std::max(offset, end);
-    }
-    m.list[i].offset = offset;
-    m.arena_bytes = std::max(m.arena_bytes, offset + m.footprint(i));
-    placed.push_back(i);
-  }
-}
-
 // True when a path of the plan's edges leads from `from` to `to` (or they are one command).
 bool reaches(const Plan& plan, std::uint32_t from, std::uint32_t to) {
   if (from == to) return true;
@@ -165,10 +105,9 @@ std::uint32_t TransientMemory::allocated_by(std::uint32_t c) const noexcept {
 }
 
 std::uint32_t TransientMemory::released_by(std::uint32_t c) const noexcept {
-  for (std::uint32_t t = 0; t < list.size(); ++t) {
-    if (list[t].release == c) return t;
-  }
-  return none;
+  auto it = std::lower_bound(by_release.begin(), by_release.end(), c,
+                             [this](std::uint32_t t, std::uint32_t f) { return list[t].release < f; });
+  return it != by_release.end() && list[*it].release == c ? *it : none;
 }
 
 std::size_t TransientMemory::footprint(std::uint32_t t) const noexcept {
@@ -185,7 +124,8 @@ void collect_transients(Plan& plan, bool body) {
   }
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (const auto* f = std::get_if<FreePayload>(&plan.payload(c))) {
-      m.list[m.allocated_by(f->alloc)].release = c;
+      m.by_release.push_back(m.allocated_by(f->alloc));  // in order of the frees
+      m.list[m.by_release.back()].release = c;
     }
   }
   m.by_base.resize(m.list.size());
@@ -250,25 +190,27 @@ void check_transients(Plan& plan) {
       const std::uint32_t t = m.find(a.begin);
       if (t == TransientMemory::none || c == m.list[t].alloc || c == m.list[t].release) continue;
       const TransientInfo& info = m.list[t];
-      const std::string what = "command buffer " + in_quotes(plan.buffer_name) + ": command " +
-                               in_quotes(plan.name(c)) + " uses transient memory " +
-                               in_quotes(plan.name(info.alloc));
+      // Built only for an error: once per access, it was a tenth of this loop at scale.
+      const auto what = [&] {
+        return "command buffer " + in_quotes(plan.buffer_name) + ": command " +
+               in_quotes(plan.name(c)) + " uses transient memory " + in_quotes(plan.name(info.alloc));
+      };
       if (plan.position[c] < plan.position[info.alloc]) {
         throw Error(errc::hazard,
-                    what + " before its allocation (the edges order " +
+                    what() + " before its allocation (the edges order " +
                         in_quotes(plan.name(info.alloc)) + " after it)",
                     {plan.name(c), plan.name(info.alloc)});
       }
       if (info.release != TransientMemory::none &&
           plan.position[c] > plan.position[info.release]) {
         throw Error(errc::hazard,
-                    what + " after its free (the edges order " + in_quotes(plan.name(info.release)) +
+                    what() + " after its free (the edges order " + in_quotes(plan.name(info.release)) +
                         " before it)",
                     {plan.name(c), plan.name(info.release)});
       }
     }
   }
-  lay_out(plan);
+  lay_out_arena(plan);
 }
 
 namespace {

@@ -51,7 +51,9 @@ struct TransientMemory {
   std::vector<std::uint32_t> by_base;  // indices into `list` by placeholder address
   std::vector<TransientSite> sites;  // in the plan's own values, by slot and offset
   std::vector<TransientUse> uses;    // sorted
+  std::vector<std::uint32_t> by_release;  // indices into `list` of those freed, by free command
   std::size_t arena_bytes = 0;       // what the layout takes (0 without transients)
+  std::size_t layout_steps = 0;      // edges and pieces the layout examined (tests: linear)
 
   bool empty() const noexcept { return list.empty(); }
   /// The transient whose placeholder `word` points into (or one past), or none.
@@ -77,6 +79,18 @@ void add_transient_access(const Plan& plan, std::uint32_t c, std::vector<MemoryA
 /// and free: Error(hazard) naming both commands for a command touching a transient before its
 /// allocation or after its free, or a free before its allocation. Then lays out the arena.
 void check_transients(Plan& plan);
+/// How lay_out_arena lays out: the smaller of the sweep and greedy by size (greedy only for
+/// at most `greedy_transients`), or the sweep alone (tests of its own validity).
+enum class ArenaLayout { smaller, sweep };
+inline constexpr std::size_t greedy_transients = 64;
+/// Lays out the arena of an ordered plan whose transients passed check_transients and the
+/// hazard analysis (a path from each allocation to its free): two transients share bytes only
+/// when one's free reaches the other's allocation. One sweep of the topological order, best
+/// fit at each allocation among the bytes of transients whose free a search back from it
+/// finds (a bounded number of steps an allocation), so linear in the plan's size; plans of few
+/// transients are also laid out greedy by size over exact reachability, the smaller kept
+/// (plan/arena_layout.cpp).
+void lay_out_arena(Plan& plan, ArenaLayout how = ArenaLayout::smaller);
 
 /// The words of `values` in slots [first, first + count) that point into `memory`'s
 /// transients, for command `c` (after an update wrote them). Words pointing into transient

@@ -2,6 +2,7 @@
 // lifetime checks with both commands named (validate, off, infer), the inferred edges, the
 // arena layout against a brute-force check of random programs, and the record-time refusals.
 #include "plan/plan.hpp"
+#include "plan/transients.hpp"
 #include "record/recording.hpp"
 #include "support/expect_error.hpp"
 
@@ -247,38 +248,51 @@ std::vector<std::vector<bool>> closure(const Plan& plan) {
 
 }  // namespace
 
+// Checks `plan`'s layout: aligned, inside the arena, bytes shared only by transients kept
+// apart by a path; returns the pairs sharing bytes.
+std::size_t check_layout(const Plan& plan) {
+  const detail::TransientMemory& m = plan.memory;
+  const auto reach = closure(plan);
+  std::size_t sum = 0, shared = 0;
+  for (std::uint32_t i = 0; i < m.list.size(); ++i) {
+    sum += m.footprint(i);
+    CHECK(m.list[i].offset % detail::TransientMemory::alignment == 0);
+    CHECK(m.list[i].offset + m.footprint(i) <= m.arena_bytes);
+    for (std::uint32_t j = i + 1; j < m.list.size(); ++j) {
+      const auto& a = m.list[i];
+      const auto& b = m.list[j];
+      const bool overlap =
+          a.offset < b.offset + m.footprint(j) && b.offset < a.offset + m.footprint(i);
+      if (!overlap) continue;
+      ++shared;
+      // Sharing bytes: one's free precedes the other's allocation on every path.
+      constexpr auto none = detail::TransientMemory::none;
+      const bool apart = (a.release != none && reach[a.release][b.alloc]) ||
+                         (b.release != none && reach[b.release][a.alloc]);
+      CHECK(apart);
+    }
+  }
+  CHECK(m.arena_bytes <= sum);
+  return shared;
+}
+
 TEST_CASE("plan.transients.layout_never_overlaps_transients_alive_together") {
   Buffer<float> x(Device::host(), 2000);
   std::mt19937 rng(15);
-  std::size_t shared = 0;
+  std::size_t shared = 0, sweep_shared = 0;
   for (int round = 0; round < 200; ++round) {
     TransientProgram p;
     record_random(p, rng, x);
     const auto plan = plan_of(p.cmd);
-    const detail::TransientMemory& m = plan->memory;
-    const auto reach = closure(*plan);
-    std::size_t sum = 0;
-    for (std::uint32_t i = 0; i < m.list.size(); ++i) {
-      sum += m.footprint(i);
-      CHECK(m.list[i].offset % detail::TransientMemory::alignment == 0);
-      CHECK(m.list[i].offset + m.footprint(i) <= m.arena_bytes);
-      for (std::uint32_t j = i + 1; j < m.list.size(); ++j) {
-        const auto& a = m.list[i];
-        const auto& b = m.list[j];
-        const bool overlap =
-            a.offset < b.offset + m.footprint(j) && b.offset < a.offset + m.footprint(i);
-        if (!overlap) continue;
-        ++shared;
-        // Sharing bytes: one's free precedes the other's allocation on every path.
-        constexpr auto none = detail::TransientMemory::none;
-        const bool apart = (a.release != none && reach[a.release][b.alloc]) ||
-                           (b.release != none && reach[b.release][a.alloc]);
-        CHECK(apart);
-      }
-    }
-    CHECK(m.arena_bytes <= sum);
+    shared += check_layout(*plan);
+    // The sweep alone, as plans of more than detail::greedy_transients get it.
+    Plan swept = *plan;
+    detail::lay_out_arena(swept, detail::ArenaLayout::sweep);
+    sweep_shared += check_layout(swept);
+    CHECK(plan->memory.arena_bytes <= swept.memory.arena_bytes);
   }
   CHECK(shared > 0);  // the layout did share bytes somewhere
+  CHECK(sweep_shared > 0);
 }
 
 TEST_CASE("record.transients.reached_only_where_allocated") {
