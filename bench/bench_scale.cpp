@@ -1,8 +1,10 @@
 // bench_scale: compile time of the shapes issue 31 (item 5) found growing with the square, at
 // 1,000 / 10,000 / 100,000 commands' worth, on the host backend: n transients alive together,
 // n transients chained (one alive at a time), and n host tasks writing one buffer unordered
-// under Hazards::validate (timed to the Error(hazard) it throws).
-// Usage: bench_scale [--only alive|chained|writers] [--trials N] [n...]   (default: 1000 10000 100000)
+// under Hazards::validate (timed to the Error(hazard) it throws), beside the same writers
+// ordered by edges (what validate passes: the error's path should cost no more).
+// Usage: bench_scale [--only alive|chained|writers|ordered] [--trials N] [n...]
+//        (default: 1000 10000 100000)
 #include "../tests/support/scale_shapes.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
@@ -30,8 +32,9 @@ Outcome run_once(const std::string& shape, std::size_t n) {
   CompileOptions options;
   if (shape == "alive") record_transients_alive(cmd, n);
   if (shape == "chained") record_transients_chained(cmd, n);
-  if (shape == "writers") {
-    record_unordered_writers(cmd, n, buffer);
+  if (shape == "writers" || shape == "ordered") {
+    shape == "writers" ? record_unordered_writers(cmd, n, buffer)
+                       : record_ordered_writers(cmd, n, buffer);
     options.hazards = Hazards::validate;
   }
   Outcome out;
@@ -55,7 +58,7 @@ Outcome run_once(const std::string& shape, std::size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> shapes{"alive", "chained", "writers"};
+  std::vector<std::string> shapes{"alive", "chained", "writers", "ordered"};
   std::vector<std::size_t> sizes;
   int trials = 3;
   for (int i = 1; i < argc; ++i) {

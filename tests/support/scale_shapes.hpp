@@ -41,4 +41,10 @@ inline void record_unordered_writers(CommandBuffer& cmd, std::size_t n,
   for (std::size_t i = 0; i < n; ++i) cmd.host([] {}).writes(buffer);
 }
 
+/// The same writers, each after the one before: what validate passes (the error's success path).
+inline void record_ordered_writers(CommandBuffer& cmd, std::size_t n, const Buffer<float>& buffer) {
+  Command last = cmd.host([] {}).writes(buffer);
+  for (std::size_t i = 1; i < n; ++i) last = cmd.host([] {}).writes(buffer).after(last);
+}
+
 }  // namespace cmdgraph::testing
