@@ -70,19 +70,10 @@ class Fence {
 
   /// `co_await fence` suspends the coroutine until the work finished; it resumes on cmdgraph's
   /// callback thread and rethrows the work's error.
-  struct Awaiter {
-    /// The fence awaited: it outlives the co_await expression (a temporary does).
-    const Fence* fence;
-    /// True when the fence already signalled: no suspension.
-    bool await_ready() const noexcept { return fence->ready(); }
-    /// Resumes `handle` on cmdgraph's callback thread once the fence signals.
-    void await_suspend(std::coroutine_handle<> handle) const;
-    /// Rethrows the work's error, if there was one.
-    void await_resume() const { fence->wait(); }
-  };
+  struct Awaiter;
   /// Makes `co_await fence` work in any coroutine type (cmdgraph::Task in cmdgraph/task.hpp
   /// is one; Boost.Asio's awaitable is not: use cmdgraph::async_wait).
-  Awaiter operator co_await() const noexcept { return Awaiter{this}; }
+  Awaiter operator co_await() const noexcept;
 
  private:
   friend struct detail::Access;
@@ -90,5 +81,20 @@ class Fence {
   Fence then_impl(std::function<void(std::exception_ptr)> callback) const;
   std::shared_ptr<detail::FenceState> state_;
 };
+
+struct Fence::Awaiter {
+  /// A copy of the fence awaited: the Fence that was co_awaited may be destroyed or reassigned
+  /// while the coroutine is suspended, and the coroutine still resumes with the outcome of the
+  /// work it awaited.
+  Fence fence;
+  /// True when the fence already signalled: no suspension.
+  bool await_ready() const noexcept { return fence.ready(); }
+  /// Resumes `handle` on cmdgraph's callback thread once the fence signals.
+  void await_suspend(std::coroutine_handle<> handle) const;
+  /// Rethrows the work's error, if there was one.
+  void await_resume() const { fence.wait(); }
+};
+
+inline Fence::Awaiter Fence::operator co_await() const noexcept { return Awaiter{*this}; }
 
 }  // namespace cmdgraph

@@ -5,6 +5,7 @@
 #include <cmdgraph/error.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <span>
 #include <string>
@@ -36,21 +37,34 @@ inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, co
   }
   return count * element_size;
 }
+
+/// Error(invalid_argument) naming `what` when `bytes` from `data` run past the top of the
+/// address space: such a range wraps to low addresses, and no memory could hold it.
+inline void check_range_end(const void* data, std::size_t bytes, const char* what) {
+  const auto start = reinterpret_cast<std::uintptr_t>(data);
+  if (bytes > std::numeric_limits<std::uintptr_t>::max() - start) {
+    throw Error(errc::invalid_argument, std::string(what) + " of " + std::to_string(bytes) +
+                                            " bytes at address " + std::to_string(start) +
+                                            " runs past the top of the address space");
+  }
+}
 }  // namespace detail
 
 /// A non-owning typed range: pointer, element count, memory space and device ordinal
 /// (-1 for host memory). Cheap to copy; the memory must outlive every launch that uses it.
-/// Throws Error(invalid_argument) when `size` elements do not fit in size_t bytes.
+/// Throws Error(invalid_argument) when `size` elements do not fit in size_t bytes, or when
+/// they would run past the top of the address space.
 template <class T>
 class View {
  public:
   View() = default;
   /// `size` elements at `data` in `space`, on CUDA device `device` (-1 for host memory).
   /// \pre The memory is where `space` and `device` say; nothing checks it. Throws
-  /// Error(invalid_argument) when `size` elements do not fit in size_t bytes.
+  /// Error(invalid_argument) when `size` elements do not fit in size_t bytes, or when they
+  /// would run past the top of the address space (the range would wrap).
   View(T* data, std::size_t size, MemorySpace space, int device)
       : data_(data), origin_(data), size_(size), space_(space), device_(device) {
-    detail::checked_bytes(size, sizeof(T), "a view");
+    detail::check_range_end(data, detail::checked_bytes(size, sizeof(T), "a view"), "a view");
   }
   /// A view of const T from a view of T.
   template <class U>
@@ -167,7 +181,10 @@ class OwnedMemory {
 }  // namespace detail
 
 /// Memory of one device: cudaMalloc on a CUDA device, aligned host memory on the host device.
-/// Contents start undefined. Freeing waits for the device (cudaFree synchronises).
+/// Contents start undefined. Freeing never frees under the device: cudaFree synchronises a
+/// CUDA device; host memory is released once every launch submitted to a host queue before
+/// the free has finished (at once when none is in flight; the destructor never waits, so it
+/// may come before the host signals what such a launch waits for, or inside a host task).
 template <class T>
 class Buffer : public detail::OwnedMemory<T> {
  public:
@@ -186,6 +203,7 @@ class Buffer : public detail::OwnedMemory<T> {
 
 /// Host memory for staging: pinned (cudaMallocHost) when CUDA works, so copies are true DMA
 /// and can overlap compute; plain aligned memory otherwise. Contents start undefined.
+/// Freeing is deferred behind the host device's launches, as Buffer's is.
 template <class T>
 class HostBuffer : public detail::OwnedMemory<T> {
  public:

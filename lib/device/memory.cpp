@@ -6,6 +6,8 @@
 
 #include <sys/sysinfo.h>
 
+#include "sync/host_work.hpp"
+
 #if CMDGRAPH_HAVE_CUDA
 #include "cuda/runtime.hpp"
 #endif
@@ -31,6 +33,11 @@ void refuse_beyond_machine(std::size_t bytes, const char* what, bool with_swap) 
                   " memory: the machine has " + std::to_string(units * unit) + " bytes of " +
                   (with_swap ? "physical memory and swap" : "physical memory"));
 }
+
+void free_host(void* p, int) noexcept { ::operator delete(p, host_alignment); }
+#if CMDGRAPH_HAVE_CUDA
+void free_pinned(void* p, int) noexcept { cuda::free_pinned(p); }
+#endif
 }  // namespace
 
 MemorySpace pinned_or_host() noexcept {
@@ -65,9 +72,15 @@ void* allocate(MemorySpace space, int device, std::size_t bytes) {
 
 void deallocate(MemorySpace space, int device, void* p) noexcept {
   switch (space) {
-    case MemorySpace::host: ::operator delete(p, host_alignment); return;
+    // Host and pinned memory may be in use by the host device's launches: freed once those
+    // submitted before have finished, as cudaFree waits for a CUDA device's work.
+    case MemorySpace::host:
+      if (p) HostWork::release_after_earlier(free_host, p, device);
+      return;
 #if CMDGRAPH_HAVE_CUDA
-    case MemorySpace::pinned: cuda::free_pinned(p); return;
+    case MemorySpace::pinned:
+      if (p) HostWork::release_after_earlier(free_pinned, p, device);
+      return;
     case MemorySpace::device: cuda::free_device(device, p); return;
 #else
     default: (void)device; return;

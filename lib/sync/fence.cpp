@@ -70,7 +70,7 @@ std::future<void> Fence::to_future() const {
 
 void Fence::Awaiter::await_suspend(std::coroutine_handle<> handle) const {
   // Resume on the callback thread, never on a worker or CUDA's callback thread.
-  fence->state_->on_complete(
+  fence.state_->on_complete(
       [handle] { detail::callback_thread().post([handle] { handle.resume(); }); });
 }
 

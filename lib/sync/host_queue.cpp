@@ -4,6 +4,7 @@
 #include "sync/deadline.hpp"
 #include "sync/event_state.hpp"
 #include "sync/fence_state.hpp"
+#include "sync/host_work.hpp"
 #include "sync/thread_pool.hpp"
 #include "sync/watcher.hpp"
 
@@ -22,6 +23,7 @@ HostQueue::~HostQueue() {
 void HostQueue::submit(Job job) {
   {
     std::lock_guard lock(mutex_);
+    tickets_.push_back(HostWork::begin());
     if (running_) {
       jobs_.push_back(std::move(job));
       return;
@@ -41,11 +43,14 @@ void HostQueue::finished(std::exception_ptr error, FenceState* fence) {
   Job next;
   std::vector<std::function<void()>> continuations;
   bool last = false;
+  std::uint64_t ticket = 0;
   {
     std::lock_guard lock(mutex_);
     // The fence's end and the queue's move past its job are one step for a poll: whoever
     // sees the fence done sees the queue idle if nothing came after the job.
     if (fence) continuations = fence->mark_complete(error);
+    ticket = tickets_.front();
+    tickets_.pop_front();
     if (error && !first_error_) first_error_ = error;
     if (jobs_.empty()) {
       finishing_ = true;
@@ -55,6 +60,9 @@ void HostQueue::finished(std::exception_ptr error, FenceState* fence) {
       jobs_.pop_front();
     }
   }
+  // Memory the job may have used and that was freed meanwhile is released now, outside the
+  // queue's lock (a release may call CUDA).
+  HostWork::end(ticket);
   // The fence's continuations run before a wait on the queue may return: nothing the launch
   // set going may outlast a queue's wait (a program may end right after it).
   if (fence) fence->publish(std::move(continuations));

@@ -5,6 +5,7 @@
 #include "sync/queue_state.hpp"
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -42,6 +43,9 @@ class HostQueue final : public QueueState {
   std::mutex mutex_;
   std::condition_variable idle_;
   std::deque<Job> jobs_;
+  // HostWork's tickets of the running job (front) and of those queued behind it: freeing host
+  // memory is deferred behind them.
+  std::deque<std::uint64_t> tickets_;
   bool running_ = false;
   bool finishing_ = false;  // the last job's fence is done; its continuations are starting
   std::exception_ptr first_error_;
