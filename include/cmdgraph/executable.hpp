@@ -42,8 +42,9 @@ const char* to_string(Backend backend) noexcept;
 /// writes(), reads_writes(); copies and fills declare theirs themselves). Two accesses
 /// conflict when their byte ranges overlap and one of them writes.
 enum class Hazards : unsigned char {
-  /// validate when any command declares access or the buffer allocates transient memory
-  /// (CommandBuffer::alloc), off otherwise.
+  /// validate when any command touches memory the plan can see: declared access, a copy's,
+  /// fill's or collective's own ranges, or transient memory (CommandBuffer::alloc); off
+  /// when none does (kernels and host tasks that declare nothing).
   automatic,
   /// Adds an edge for every conflicting pair, in recording order (read-after-write,
   /// write-after-read, write-after-write), then reduces; explicit edges still apply.
@@ -276,7 +277,7 @@ class Executable {
     const std::tuple<P...> values(static_cast<P>(std::forward<A>(args))...);
     detail::KernelParam params[sizeof...(P) + 1] = {};
     detail::fill_params(values, params, std::index_sequence_for<P...>{});
-    update_kernel_arguments(command.ref(), params, sizeof...(P));
+    update_kernel_arguments(command.ref(), params, sizeof...(P), typeid(void (*)(P...)));
   }
   /// New grid, block and shared memory for a kernel launch.
   template <class... P>
@@ -286,12 +287,12 @@ class Executable {
   /// A new functor (and optionally a new range) for a parallel_for.
   template <class F>
   void update(const ParallelForCommand<F>& command, const F& functor) {
-    update_parallel_for(command.ref(), detail::kernel_param(functor), nullptr);
+    update_parallel_for(command.ref(), detail::kernel_param(functor), nullptr, typeid(F));
   }
   /// A new functor and a new range [0, `n`) for a parallel_for.
   template <class F>
   void update(const ParallelForCommand<F>& command, std::size_t n, const F& functor) {
-    update_parallel_for(command.ref(), detail::kernel_param(functor), &n);
+    update_parallel_for(command.ref(), detail::kernel_param(functor), &n, typeid(F));
   }
   /// New source, destination and count for a copy.
   template <class T, class Dst, class Src>
@@ -336,11 +337,12 @@ class Executable {
   friend Executable compile(CommandBuffer&, Device, const CompileOptions&);
   explicit Executable(std::unique_ptr<detail::ExecutableImpl> impl) noexcept;
   detail::ExecutableImpl& impl() const;
+  // `type` is the handle's kernel signature or functor type, checked against the recorded one.
   void update_kernel_arguments(detail::CommandRef command, const detail::KernelParam* params,
-                               std::size_t count);
+                               std::size_t count, const std::type_info& type);
   void update_launch_config(detail::CommandRef command, const LaunchConfig& config);
   void update_parallel_for(detail::CommandRef command, const detail::KernelParam& functor,
-                           const std::size_t* count);
+                           const std::size_t* count, const std::type_info& type);
   void update_copy(detail::CommandRef command, const detail::CopySpec& spec);
   void update_fill(detail::CommandRef command, const detail::FillSpec& spec);
 #if CMDGRAPH_HAVE_NCCL

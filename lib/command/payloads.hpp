@@ -39,6 +39,7 @@ struct KernelPayload {
   ArgumentStore::Slot config;       // LaunchConfig
   ArgumentStore::Slot first_param;  // then param_count consecutive slots
   std::uint32_t param_count;
+  const std::type_info* signature;  // the kernel's typeid: typed handles must match it
   const void* code() const noexcept { return function; }
 };
 
@@ -50,6 +51,7 @@ struct ParallelForPayload {
   ArgumentStore::Slot functor;  // the kernel's (f, n): functor, then the count (std::size_t)
   HostInvoke host;              // null when the functor has no host version
   const void* device_kernel;    // null when not recorded in a CUDA translation unit
+  const std::type_info* type;   // the functor's typeid: typed handles must match it
   ArgumentStore::Slot count() const noexcept { return functor + 1; }
   const void* code() const noexcept { return device_kernel; }
 };

@@ -43,16 +43,6 @@ const std::string* label_of(const Plan& plan, std::uintptr_t origin) {
   return nullptr;
 }
 
-bool declares_anywhere(const Plan& plan) {
-  if (plan.hazards.declared > 0) return true;
-  for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    for (const auto& body : plan.bodies_of(c)) {
-      if (declares_anywhere(*body)) return true;
-    }
-  }
-  return false;
-}
-
 // An unordered pair one side of which allocates or frees transient memory, in words about its
 // lifetime; empty for other pairs.
 std::string lifetime_hazard(const Plan& plan, std::uint32_t c, const MemoryAccess& a,
@@ -168,9 +158,11 @@ void collect_access(Plan& plan, std::span<const DeclaredAccess> declared, Hazard
     plan.access_end.push_back(static_cast<std::uint32_t>(access.size()));
   }
   share_labels(plan);
-  plan.hazards.applied = requested != Hazards::automatic                 ? requested
-                         : declares_anywhere(plan) || !plan.memory.empty() ? Hazards::validate
-                                                                           : Hazards::off;
+  // automatic validates whatever touches memory it names: declared access, a copy's, fill's
+  // or collective's own, transient memory (nested bodies' access included).
+  plan.hazards.applied = requested != Hazards::automatic ? requested
+                         : access.empty()                ? Hazards::off
+                                                         : Hazards::validate;
 }
 
 void infer_edges(Plan& plan) {

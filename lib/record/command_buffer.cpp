@@ -82,7 +82,8 @@ detail::CommandRef CommandBuffer::add_kernel(const detail::KernelSpec& spec) {
   const auto config = args.add_value(spec.config);
   for (std::size_t i = 0; i < spec.param_count; ++i) args.add(spec.params[i]);
   return rec.add(detail::KernelPayload{spec.function, config, config + 1,
-                                       static_cast<std::uint32_t>(spec.param_count)});
+                                       static_cast<std::uint32_t>(spec.param_count),
+                                       spec.signature});
 }
 
 detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec& spec) {
@@ -93,7 +94,7 @@ detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec
   detail::ArgumentStore& args = rec.arguments();
   const auto functor = args.add(spec.functor);
   args.add_value(spec.count);
-  return rec.add(detail::ParallelForPayload{functor, spec.host, spec.device_kernel});
+  return rec.add(detail::ParallelForPayload{functor, spec.host, spec.device_kernel, spec.type});
 }
 
 detail::CommandRef CommandBuffer::add_copy(const detail::CopySpec& spec) {

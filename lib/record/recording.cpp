@@ -232,6 +232,17 @@ void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
                 {name});
   }
   const auto begin = reinterpret_cast<std::uintptr_t>(d.data);
+  if (any_live_transients()) {
+    for (const std::uintptr_t at : {begin, begin + d.bytes - 1}) {
+      const std::uint64_t owner = transient_owner(at);
+      if (owner == 0 || owner == id_) continue;
+      throw Error(errc::foreign_handle,
+                  "command " + in_quotes(name) + " declares that it " + verb(d.mode) +
+                      " transient memory of another command buffer; transient memory is used "
+                      "in the buffer that allocates it",
+                  {name});
+    }
+  }
   if (!d.label.empty() && !labels_) labels_ = std::make_shared<LabelStore>();
   declared_.push_back({index,
                        {.begin = begin,
@@ -276,6 +287,14 @@ void add_edges(CommandRef child, const CommandRef* parents, std::size_t count, E
   const Recording::UseGuard guard(rec);
   rec.require_command(child);
   rec.require_open("add edges");
+  if (kind != EdgeKind::full && kind != EdgeKind::programmatic) {
+    const std::string name = rec.command_name(child.index);
+    throw Error(errc::invalid_argument,
+                "command " + in_quotes(name) + " of command buffer " + in_quotes(rec.name()) +
+                    ": edge kind " + std::to_string(static_cast<int>(kind)) +
+                    " is not an EdgeKind enumerator",
+                {name});
+  }
   // Validate every parent before adding any edge, so a failed call changes nothing.
   for (std::size_t i = 0; i < count; ++i) {
     if (parents[i].recording == child.recording) {

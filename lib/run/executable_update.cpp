@@ -55,6 +55,25 @@ void require(const ExecutableImpl& exe, std::uint32_t c, const std::string& prob
   }
 }
 
+// Refuses a typed handle whose type is not the one command `c` was recorded with (a handle
+// made from another command's reference): its values would not fit the recorded ones.
+void require_recorded_type(const ExecutableImpl& exe, std::uint32_t c,
+                           const std::type_info* recorded, const std::type_info& handle,
+                           const char* what) {
+  if (recorded && *recorded == handle) return;
+  require(exe, c, std::string("the handle's ") + what + " is not the one the command was " +
+                      "recorded with (a handle of another command's type)");
+}
+
+// Refuses a typed copy or fill handle of another element type than command `c` recorded.
+void require_element_size(const ExecutableImpl& exe, std::uint32_t c, std::size_t recorded,
+                          std::size_t handle) {
+  if (recorded == handle) return;
+  require(exe, c, "the handle's element type (" + std::to_string(handle) +
+                      " bytes) is not the one the command was recorded with (" +
+                      std::to_string(recorded) + " bytes)");
+}
+
 // How errors name an update of root command `c`.
 std::string who(const ExecutableImpl& exe, std::uint32_t c) {
   return "update of command '" + exe.plan().name(c) + "'";
@@ -63,10 +82,12 @@ std::string who(const ExecutableImpl& exe, std::uint32_t c) {
 }  // namespace
 
 void Executable::update_kernel_arguments(detail::CommandRef command,
-                                         const detail::KernelParam* params, std::size_t count) {
+                                         const detail::KernelParam* params, std::size_t count,
+                                         const std::type_info& type) {
   ExecutableImpl& exe = impl();
   const ExecutableImpl::Updating updating(exe);
   const auto [c, k] = locate<detail::KernelPayload>(exe, command);
+  require_recorded_type(exe, c, k.signature, type, "kernel signature");
   const auto written = static_cast<std::uint32_t>(std::min<std::size_t>(count, k.param_count));
   for (std::uint32_t i = 0; i < written; ++i) {
     exe.check_transient_value(c, params[i].value, params[i].size, who(exe, c));
@@ -88,10 +109,11 @@ void Executable::update_launch_config(detail::CommandRef command, const LaunchCo
 
 void Executable::update_parallel_for(detail::CommandRef command,
                                      const detail::KernelParam& functor,
-                                     const std::size_t* count) {
+                                     const std::size_t* count, const std::type_info& type) {
   ExecutableImpl& exe = impl();
   const ExecutableImpl::Updating updating(exe);
   const auto [c, pf] = locate<detail::ParallelForPayload>(exe, command);
+  require_recorded_type(exe, c, pf.type, type, "functor type");
   if (count && *count == 0) require(exe, c, "zero-size range");
   exe.check_transient_value(c, functor.value, functor.size, who(exe, c));
   detail::ArgumentStore& args = exe.arguments_for_update();
@@ -105,6 +127,8 @@ void Executable::update_copy(detail::CommandRef command, const detail::CopySpec&
   ExecutableImpl& exe = impl();
   const ExecutableImpl::Updating updating(exe);
   const auto [c, copy] = locate<detail::CopyPayload>(exe, command);
+  const auto& recorded = exe.arguments_for_update().get<detail::CopySpec>(copy.spec);
+  require_element_size(exe, c, recorded.dst.element_size, spec.dst.element_size);
   require(exe, c, detail::problem_with(spec));
   exe.check_memory(c, spec.dst);
   exe.check_memory(c, spec.src);
@@ -121,6 +145,8 @@ void Executable::update_fill(detail::CommandRef command, const detail::FillSpec&
   ExecutableImpl& exe = impl();
   const ExecutableImpl::Updating updating(exe);
   const auto [c, fill] = locate<detail::FillPayload>(exe, command);
+  const auto& recorded = exe.arguments_for_update().get<detail::FillSpec>(fill.spec);
+  require_element_size(exe, c, recorded.element_size, spec.element_size);
   require(exe, c, detail::problem_with(spec));
   exe.check_memory(c, spec.dst);
   detail::check_changed_access(exe.plan(), c,

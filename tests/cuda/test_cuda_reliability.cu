@@ -247,3 +247,42 @@ TEST_CASE("cuda.reliability.pinned_beyond_physical_memory_refused" * doctest::ti
   HostBuffer<int> small(16);
   CHECK(small.data() != nullptr);
 }
+
+TEST_CASE("cuda.reliability.typed_update_of_another_kernel_is_refused" * doctest::timeout(60)) {
+  // A KernelCommand of another signature, made from a kernel command's reference, made
+  // update() write its arguments over the recorded ones; the signature is checked now.
+  const Device gpu = Device::cuda(0);
+  Buffer<int> out(gpu, 64);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    poison(out);
+    CommandBuffer cmd("typed");
+    auto set = cmd.launch(&set_kernel, LaunchConfig{{1}, {64}}, 64, 3, out.data()).named("set");
+    Executable exe = compile(cmd, gpu, {.backend = backend});
+    const KernelCommand<long long> forged(set.ref());
+    auto e = CMDGRAPH_EXPECT_ERROR(exe.update(forged, 1LL << 40), errc::invalid_argument);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{"set"});
+    CHECK(mentions(*e, "kernel signature"));
+    const KernelCommand<int, int, float*> same_sizes(set.ref());  // right count, wrong types
+    CMDGRAPH_EXPECT_ERROR(exe.update(same_sizes, 64, 5, nullptr), errc::invalid_argument);
+    Queue queue(gpu);
+    exe.update(set, 64, 7, out.data());  // the recorded handle still updates
+    exe.launch(queue).wait();
+    CHECK(read_ints(out) == std::vector<int>(64, 7));
+  }
+}
+
+TEST_CASE("cuda.reliability.unordered_fills_are_hazards_by_default" * doctest::timeout(60)) {
+  // Hazards::automatic validates a copy's and a fill's own ranges, on the CUDA backends too.
+  const Device gpu = Device::cuda(0);
+  Buffer<int> a(gpu, 64), b(gpu, 64);
+  for (Backend backend : {Backend::automatic, Backend::cuda_graph, Backend::streams}) {
+    CAPTURE(to_string(backend));
+    CommandBuffer cmd("fills");
+    cmd.fill(a, 1, 64).named("one");
+    cmd.copy(b, a, 64).named("read");
+    auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.backend = backend}), errc::hazard);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{"one", "read"});
+  }
+}

@@ -379,14 +379,22 @@ TEST_CASE("hazards.disjoint_slices_never_conflict" * doctest::timeout(30)) {
   CHECK(exe.stats().levels == 2);
 }
 
-TEST_CASE("hazards.automatic_checks_only_where_access_is_declared" * doctest::timeout(30)) {
+TEST_CASE("hazards.automatic_checks_wherever_memory_is_touched" * doctest::timeout(30)) {
   Buffer<int> a(Device::host(), 8), b(Device::host(), 8);
-  SUBCASE("no declaration: copies and fills are not checked") {
+  SUBCASE("nothing touches memory the plan sees: nothing is checked") {
+    CommandBuffer cmd("plain");
+    cmd.host([] {});
+    cmd.host([] {});
+    Executable exe = compile(cmd, Device::host());
+    CHECK(exe.stats().accesses_declared == 0);
+  }
+  SUBCASE("no declaration: copies and fills are checked all the same") {
     CommandBuffer cmd("plain");
     cmd.fill(a, 1, 8);
     cmd.copy(b, a, 8);
-    Executable exe = compile(cmd, Device::host());
-    CHECK(exe.stats().accesses_declared == 0);
+    const auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host()), errc::hazard);
+    REQUIRE(e);
+    CHECK(mentions(*e, "command 'fill#0' writes"));
   }
   SUBCASE("one declaration: copies and fills are checked with it") {
     CommandBuffer cmd("declared");

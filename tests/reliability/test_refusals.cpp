@@ -147,8 +147,8 @@ TEST_CASE("reliability.overlapping_copy_refused") {
   CMDGRAPH_EXPECT_ERROR(cmd.copy(a, a, 16), errc::invalid_argument);
   CMDGRAPH_EXPECT_ERROR(cmd.copy(a.subview(0, 8), a.subview(7, 8), 8), errc::invalid_argument);
   CHECK(cmd.size() == 1);
-  cmd.copy(a.subview(8, 8), a.subview(0, 8), 8);  // adjacent, not overlapping
-  auto copy = cmd.copy(b, a, 16);
+  auto adjacent = cmd.copy(a.subview(8, 8), a.subview(0, 8), 8);  // adjacent, not overlapping
+  auto copy = cmd.copy(b, a, 16).after(adjacent);
   Executable exe = compile(cmd, Device::host());
   const auto u = CMDGRAPH_EXPECT_ERROR(exe.update(copy, a.subview(1, 8), a.subview(0, 8), 8),
                                        errc::invalid_argument);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 
 namespace cmdgraph::detail {
@@ -28,6 +29,7 @@ struct KernelSpec {
   LaunchConfig config;
   const KernelParam* params;
   std::size_t param_count;
+  const std::type_info* signature;  // typeid(void (*)(P...)): what typed updates must match
 };
 
 /// Runs a parallel_for functor over [begin, end) on the calling thread.
@@ -38,6 +40,7 @@ struct ParallelForSpec {
   KernelParam functor;       // stored like a kernel parameter: it is one on the GPU
   HostInvoke host;           // null when the functor has no host version
   const void* device_kernel; // null when not recorded in a CUDA translation unit
+  const std::type_info* type;  // typeid(F): what typed updates must match
 };
 
 /// Evaluates a condition (1 when it holds, else 0) or a selector (selector_value of what it
