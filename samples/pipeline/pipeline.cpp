@@ -178,18 +178,16 @@ bool check_scores(const Pipeline& p) {
   return sample::all_close("scores", got, want, 1e-4);
 }
 
-// The time `stages` of every chunk take alone, one after another: a part of the ideal bound.
+// The time `stages` of every chunk take alone: a part of the ideal bound. The chunks are
+// ordered only as their memory demands (Hazards::infer over the stages' declarations: a
+// chunk's own stages, and a slot's reuse by the chunk `slots` later), the least order any
+// version of the pipeline keeps, so no version runs a stage faster than this.
 double alone_ms(const Pipeline& p, std::initializer_list<Stage> stages, Queue& queue) {
   CommandBuffer cmd("stages alone");
-  Command last;
   for (std::size_t chunk = 0; chunk < p.chunks; ++chunk) {
-    for (Stage stage : stages) {
-      Command c = record_stage(cmd, p, chunk, stage);
-      if (last.valid()) c.after(last);
-      last = c;
-    }
+    for (Stage stage : stages) record_stage(cmd, p, chunk, stage);
   }
-  Executable exe = compile(cmd, p.device);
+  Executable exe = compile(cmd, p.device, {.hazards = Hazards::infer});
   return sample::median_launch_ms(exe, queue, 5);
 }
 
@@ -206,20 +204,21 @@ int main(int argc, char** argv) {
               chunks, rows, inputs, outputs, device.name().c_str(),
               device.properties().name.c_str());
 
-  // The ideal bound: with perfect overlap, the run takes as long as its slowest stage alone.
+  // The ideal bound: with perfect overlap, the run takes as long as its slowest stage alone,
+  // each stage's chunks overlapping as far as the slots' reuse allows.
   const double copy_in_ms = alone_ms(p, {Stage::copy_in}, queue);
   const double compute_ms = alone_ms(p, {Stage::prep, Stage::infer}, queue);
   const double copy_out_ms = alone_ms(p, {Stage::copy_out}, queue);
   const double bound_ms = std::max({copy_in_ms, compute_ms, copy_out_ms});
   std::printf("each stage alone, all chunks: copy in %.2f ms, compute %.2f ms, copy out %.2f ms"
               "\nideal bound max(copy in, compute, copy out) = %.2f ms (the two copy directions "
-              "use separate copy engines)\n",
-              copy_in_ms, compute_ms, copy_out_ms, bound_ms);
+              "use separate copy engines; chunks overlap within a stage as the %zu slots allow)\n",
+              copy_in_ms, compute_ms, copy_out_ms, bound_ms, slots);
 
   std::printf("%-11s %10s %10s %10s %10s %11s %11s\n", "backend", "serial", "pipelined",
               "declared", "reduction", "efficiency", "(declared)");
   bool ok = true;
-  double worst_efficiency = 1;
+  double worst_efficiency = 1, best_efficiency = 0;
   std::size_t inferred = 0;
   const std::vector<Backend> backends =
       gpu ? std::vector{Backend::cuda_graph, Backend::streams} : std::vector{Backend::host};
@@ -234,6 +233,7 @@ int main(int argc, char** argv) {
     }
     const double efficiency = bound_ms / ms[1], declared_efficiency = bound_ms / ms[2];
     worst_efficiency = std::min({worst_efficiency, efficiency, declared_efficiency});
+    best_efficiency = std::max({best_efficiency, efficiency, declared_efficiency});
     std::printf("%-11s %7.2f ms %7.2f ms %7.2f ms %9.0f%% %10.0f%% %10.0f%%\n",
                 to_string(backend), ms[0], ms[1], ms[2], 100 * (1 - ms[1] / ms[0]),
                 100 * efficiency, 100 * declared_efficiency);
@@ -249,8 +249,20 @@ int main(int argc, char** argv) {
   }
   std::printf("(the seed: serial 280 ms, pipelined 160 ms, 43%% less)\n");
   if (gpu) {
-    std::printf("efficiency against the ideal bound: %s the 90%% target\n",
-                worst_efficiency >= 0.9 ? "meets" : "misses");
+    // The hand-written pipeline orders each lane's chunks one after another; the bound, as
+    // the declared version, orders only what the memory demands.
+    std::printf("efficiency against the ideal bound: best %.0f%%, worst %.0f%%: %s the 90%% "
+                "target\n",
+                100 * best_efficiency, 100 * worst_efficiency,
+                worst_efficiency >= 0.9   ? "every version meets"
+                : best_efficiency >= 0.9 ? "some versions meet"
+                                         : "no version meets");
+    // A version faster than the bound (beyond the noise of 5 launches) proves it no bound.
+    if (best_efficiency > 1.05) {
+      std::printf("a version ran %.0f%% of the ideal bound: the bound is wrong\n",
+                  100 * best_efficiency);
+      ok = false;
+    }
   } else {
     std::printf("host backend: copies and compute share the CPU, so this run checks results "
                 "only; run it on a GPU for the overlap\n");
