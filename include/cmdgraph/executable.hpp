@@ -50,8 +50,8 @@ enum class Hazards : unsigned char {
   /// write-after-read, write-after-write), then reduces; explicit edges still apply.
   infer,
   /// Every conflicting pair must be ordered by a path of explicit edges, else compile()
-  /// throws Error(hazard) listing every unordered pair with both commands, what each touches
-  /// and the kind of hazard.
+  /// throws Error(hazard) saying how many pairs are unordered and listing the first 50 with
+  /// both commands, what each touches and the kind of hazard (then how many it left out).
   validate,
   /// Declarations are kept but not checked, except accesses to transient memory: those are
   /// always validated (transients whose lifetimes the edges keep apart share bytes).
