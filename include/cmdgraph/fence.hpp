@@ -68,9 +68,7 @@ class Fence {
   /// to_future(), so that `std::future<void> done = exe.launch(queue);` works.
   operator std::future<void>() const { return to_future(); }
 
-  /// `co_await fence` suspends the coroutine until the work finished; it resumes on cmdgraph's
-  /// callback thread and rethrows the work's error.
-  struct Awaiter;
+  struct Awaiter;  // below: a nested struct holding a Fence needs Fence complete
   /// Makes `co_await fence` work in any coroutine type (cmdgraph::Task in cmdgraph/task.hpp
   /// is one; Boost.Asio's awaitable is not: use cmdgraph::async_wait).
   Awaiter operator co_await() const noexcept;
@@ -82,6 +80,8 @@ class Fence {
   std::shared_ptr<detail::FenceState> state_;
 };
 
+/// What `co_await fence` awaits: suspends the coroutine until the work finished; it resumes on
+/// cmdgraph's callback thread and rethrows the work's error.
 struct Fence::Awaiter {
   /// A copy of the fence awaited: the Fence that was co_awaited may be destroyed or reassigned
   /// while the coroutine is suspended, and the coroutine still resumes with the outcome of the
