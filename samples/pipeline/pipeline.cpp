@@ -234,9 +234,14 @@ int main(int argc, char** argv) {
     const double efficiency = bound_ms / ms[1], declared_efficiency = bound_ms / ms[2];
     worst_efficiency = std::min({worst_efficiency, efficiency, declared_efficiency});
     best_efficiency = std::max({best_efficiency, efficiency, declared_efficiency});
-    std::printf("%-11s %7.2f ms %7.2f ms %7.2f ms %9.0f%% %10.0f%% %10.0f%%\n",
-                to_string(backend), ms[0], ms[1], ms[2], 100 * (1 - ms[1] / ms[0]),
-                100 * efficiency, 100 * declared_efficiency);
+    std::printf("%-11s %7.2f ms %7.2f ms %7.2f ms %9.0f%% ", to_string(backend), ms[0], ms[1],
+                ms[2], 100 * (1 - ms[1] / ms[0]));
+    // On the host the stages share the CPU's cores, so the stages' times bound nothing.
+    if (gpu) {
+      std::printf("%10.0f%% %10.0f%%\n", 100 * efficiency, 100 * declared_efficiency);
+    } else {
+      std::printf("%11s %11s\n", "-", "-");
+    }
   }
   std::printf("declared: no edge written, %zu inferred from what each command reads and writes\n",
               inferred);
