@@ -12,9 +12,7 @@ namespace {
 
 void collect_recorded_events(const Plan& plan, std::vector<std::shared_ptr<EventState>>& out) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (const auto* record = std::get_if<EventRecordPayload>(&plan.payload(c))) {
-      out.push_back(record->event);
-    }
+    if (auto event = recorded_event(plan.payload(c))) out.push_back(std::move(event));
     for (const auto& body : plan.bodies_of(c)) collect_recorded_events(*body, out);
   }
 }

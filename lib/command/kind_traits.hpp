@@ -27,6 +27,10 @@ struct KindTraits {
   bool conditional = false;       ///< runs its bodies as a condition evaluated as it runs
                                   ///< decides: a conditional node on CUDA (the streams backend,
                                   ///< which enqueues ahead, launches it as a graph of its own)
+  bool expands = false;           ///< runs its one body in its place: flattened, the body's
+                                  ///< commands sit between two joins (an executed buffer)
+  bool reaches_peers = false;     ///< may touch another GPU's memory (a peer copy); other
+                                  ///< kinds touch their own device's and host memory only
 };
 
 }  // namespace cmdgraph::detail

@@ -58,7 +58,8 @@ struct ParallelForPayload {
 
 struct CopyPayload {
   static constexpr KindTraits traits{.kind = CommandKind::copy, .name = "copy",
-                                     .dot_shape = "cds", .updatable = true};
+                                     .dot_shape = "cds", .updatable = true,
+                                     .reaches_peers = true};
   ArgumentStore::Slot spec;  // CopySpec
   /// Reads its source, writes its destination.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
@@ -77,6 +78,7 @@ struct HostPayload {
                                      .dot_shape = "ellipse", .in_device_loop = false,
                                      .declares_access = true};
   std::shared_ptr<HostTask> task;  // shared by the recording and every executable
+  const std::shared_ptr<HostTask>& host_task() const noexcept { return task; }
 };
 
 struct EventRecordPayload {
@@ -84,6 +86,7 @@ struct EventRecordPayload {
                                      .dot_shape = "diamond", .weight = 0,
                                      .in_device_loop = false};
   std::shared_ptr<EventState> event;
+  const std::shared_ptr<EventState>& recorded_event() const noexcept { return event; }
 };
 
 struct EventWaitPayload {
@@ -91,11 +94,12 @@ struct EventWaitPayload {
                                      .dot_shape = "diamond", .weight = 0,
                                      .in_device_loop = false};
   std::shared_ptr<EventState> event;
+  const std::shared_ptr<EventState>& awaited_event() const noexcept { return event; }
 };
 
 struct NestedPayload {
   static constexpr KindTraits traits{.kind = CommandKind::nested, .name = "execute",
-                                     .dot_shape = "folder"};
+                                     .dot_shape = "folder", .expands = true};
   std::shared_ptr<const Recording> body;
 };
 
@@ -104,6 +108,7 @@ struct CapturePayload {
                                      .dot_shape = "component", .runs_device_code = true,
                                      .in_device_loop = false, .declares_access = true};
   std::shared_ptr<CaptureTask> task;
+  CaptureTask* capture_task() const noexcept { return task.get(); }
 };
 
 struct BarrierPayload {
@@ -187,6 +192,7 @@ struct CollectivePayload {
   ArgumentStore::Slot transfer(std::size_t i) const noexcept {
     return spec + 1 + static_cast<ArgumentStore::Slot>(i);
   }
+  const std::shared_ptr<CommunicatorState>& communicator() const noexcept { return comm; }
   /// Reads its source, writes its destination (each transfer of an exchange likewise).
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
 };
@@ -199,6 +205,7 @@ struct AllocPayload {
                                      .dot_shape = "invhouse", .weight = 0,
                                      .in_device_loop = false};
   std::shared_ptr<const TransientRange> memory;
+  const std::shared_ptr<const TransientRange>& allocated() const noexcept { return memory; }
   /// Writes all of it: nothing may touch it before.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
 };
@@ -208,6 +215,7 @@ struct FreePayload {
                                      .dot_shape = "house", .weight = 0, .in_device_loop = false};
   std::shared_ptr<const TransientRange> memory;
   std::uint32_t alloc;  // the command that allocated it
+  std::optional<std::uint32_t> freed_allocation() const noexcept { return alloc; }
   /// Writes all of it: nothing may touch it after.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
 };
@@ -293,6 +301,61 @@ inline const void* code_of(const Payload& payload) noexcept {
         }
       },
       payload);
+}
+
+// ---- Hooks: questions only some kinds answer, each answered by a member of their payloads ----
+
+namespace table_detail {
+// What `hook` answers for `payload`, or a value-initialised R for kinds it does not apply to.
+template <class R, class Hook>
+R answer(const Payload& payload, Hook hook) noexcept {
+  return std::visit(
+      [&](const auto& p) -> R {
+        if constexpr (std::is_invocable_v<Hook&, decltype(p)>) {
+          return hook(p);
+        } else {
+          return R{};
+        }
+      },
+      payload);
+}
+}  // namespace table_detail
+
+/// The event a command records (record()), else null.
+inline std::shared_ptr<EventState> recorded_event(const Payload& payload) noexcept {
+  return table_detail::answer<std::shared_ptr<EventState>>(
+      payload, [](const auto& p) -> decltype(p.recorded_event()) { return p.recorded_event(); });
+}
+/// The event a command waits for (wait()), else null.
+inline std::shared_ptr<EventState> awaited_event(const Payload& payload) noexcept {
+  return table_detail::answer<std::shared_ptr<EventState>>(
+      payload, [](const auto& p) -> decltype(p.awaited_event()) { return p.awaited_event(); });
+}
+/// The callable a command runs on the host (host()), else null.
+inline std::shared_ptr<HostTask> host_task(const Payload& payload) noexcept {
+  return table_detail::answer<std::shared_ptr<HostTask>>(
+      payload, [](const auto& p) -> decltype(p.host_task()) { return p.host_task(); });
+}
+/// The callable stream capture makes a graph of (capture()), else null.
+inline CaptureTask* capture_task(const Payload& payload) noexcept {
+  return table_detail::answer<CaptureTask*>(
+      payload, [](const auto& p) -> decltype(p.capture_task()) { return p.capture_task(); });
+}
+/// The communicator a command runs a collective on, else null.
+inline std::shared_ptr<CommunicatorState> communicator(const Payload& payload) noexcept {
+  return table_detail::answer<std::shared_ptr<CommunicatorState>>(
+      payload, [](const auto& p) -> decltype(p.communicator()) { return p.communicator(); });
+}
+/// The transient memory a command allocates (alloc()), else null.
+inline std::shared_ptr<const TransientRange> allocated(const Payload& payload) noexcept {
+  return table_detail::answer<std::shared_ptr<const TransientRange>>(
+      payload, [](const auto& p) -> decltype(p.allocated()) { return p.allocated(); });
+}
+/// The command whose allocation a command frees (free()), else nullopt.
+inline std::optional<std::uint32_t> freed_allocation(const Payload& payload) noexcept {
+  return table_detail::answer<std::optional<std::uint32_t>>(
+      payload,
+      [](const auto& p) -> decltype(p.freed_allocation()) { return p.freed_allocation(); });
 }
 
 }  // namespace cmdgraph::detail

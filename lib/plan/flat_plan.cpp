@@ -26,9 +26,8 @@ class Flattener {
     for (std::uint32_t c : plan.order) {
       // A conditional command stays one task: which body runs, how often, is only known as it
       // runs.
-      const Plan* nested = std::holds_alternative<NestedPayload>(plan.payload(c))
-                               ? plan.bodies_of(c).front().get()
-                               : nullptr;
+      const Plan* nested =
+          traits(plan.kind(c)).expands ? plan.bodies_of(c).front().get() : nullptr;
       if (nested) {
         const std::uint32_t in = add(plan, FlatTask::join);
         const std::vector<Span> inner = expand(*nested, in);

@@ -149,27 +149,6 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
 
 }  // namespace
 
-namespace {
-template <class Test>
-std::optional<std::string> find_command_in(const Plan& plan, const Test& test, const Plan& root) {
-  for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (test(plan.kind(c))) return command_label(plan, c, root);
-    for (const auto& body : plan.bodies_of(c)) {
-      if (auto found = find_command_in(*body, test, root)) return found;
-    }
-  }
-  return std::nullopt;
-}
-}  // namespace
-
-std::optional<std::string> find_command(const Plan& plan, bool (*test)(const KindTraits&)) {
-  return find_command_in(plan, [test](CommandKind k) { return test(traits(k)); }, plan);
-}
-
-std::optional<std::string> find_command(const Plan& plan, CommandKind kind) {
-  return find_command_in(plan, [kind](CommandKind k) { return k == kind; }, plan);
-}
-
 std::size_t count_prioritised(const Plan& plan) {
   std::size_t count = 0;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {

@@ -84,12 +84,6 @@ inline std::string command_label(const Plan& plan, std::uint32_t c, const Plan& 
   return &plan == &root ? plan.name(c) : plan.buffer_name + "/" + plan.name(c);
 }
 
-/// The first command of `plan` or of a body it runs (any body) whose kind's traits satisfy `test`,
-/// named as errors name it (see command_label); nullopt when there is none.
-std::optional<std::string> find_command(const Plan& plan, bool (*test)(const KindTraits&));
-/// The same for the first command of `kind`.
-std::optional<std::string> find_command(const Plan& plan, CommandKind kind);
-
 /// Commands of `plan` and of the bodies it runs that have a priority of their own.
 std::size_t count_prioritised(const Plan& plan);
 

@@ -118,13 +118,13 @@ std::size_t TransientMemory::footprint(std::uint32_t t) const noexcept {
 void collect_transients(Plan& plan, bool body) {
   TransientMemory& m = plan.memory;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (const auto* a = std::get_if<AllocPayload>(&plan.payload(c))) {
-      m.list.push_back({c, TransientMemory::none, a->memory, 0});
+    if (auto range = allocated(plan.payload(c))) {
+      m.list.push_back({c, TransientMemory::none, std::move(range), 0});
     }
   }
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (const auto* f = std::get_if<FreePayload>(&plan.payload(c))) {
-      m.by_release.push_back(m.allocated_by(f->alloc));  // in order of the frees
+    if (const auto alloc = freed_allocation(plan.payload(c))) {
+      m.by_release.push_back(m.allocated_by(*alloc));  // in order of the frees
       m.list[m.by_release.back()].release = c;
     }
   }

@@ -14,7 +14,7 @@ std::atomic<std::uint64_t> next_recording_id{1};
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 // An executed buffer's commands sit between two joins once expanded in place.
-std::uint64_t joins_around(CommandKind kind) { return kind == CommandKind::nested ? 2 : 0; }
+std::uint64_t joins_around(CommandKind kind) { return traits(kind).expands ? 2 : 0; }
 
 }  // namespace
 
@@ -40,7 +40,7 @@ void Recording::require_nestable(CommandKind kind,
     // CUDA does not take; one executable places all its transient memory.
     const auto alloc = std::find_if(body->commands_.begin(), body->commands_.end(),
                                     [](const CommandRecord& r) {
-                                      return std::holds_alternative<AllocPayload>(r.payload);
+                                      return allocated(r.payload) != nullptr;
                                     });
     const std::string name = next_name(kind);
     throw Error(errc::unsupported,
@@ -116,7 +116,7 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   std::string name = next_name(kind_of(payload));
   // Make room first: a failed allocation must not leave a command without its barrier edge.
   reserve_edges(1);
-  const bool allocates = std::holds_alternative<AllocPayload>(payload);
+  const bool allocates = allocated(payload) != nullptr;
   commands_.push_back({std::move(payload), std::move(name), {},
                        static_cast<ArgumentStore::Slot>(arguments_.slot_count())});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
@@ -130,7 +130,7 @@ CommandRef Recording::add_barrier() {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
   reserve_edges((index - segment_begin_) + 1);
-  commands_.push_back({BarrierPayload{}, next_name(CommandKind::barrier), {},
+  commands_.push_back({BarrierPayload{}, next_name(BarrierPayload::traits.kind), {},
                        static_cast<ArgumentStore::Slot>(arguments_.slot_count())});
   ++expanded_;
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
@@ -166,9 +166,9 @@ void Recording::require_programmatic(std::uint32_t parent, std::uint32_t child) 
 
 CommandRef Recording::add_free(std::uint32_t alloc) {
   require_open("record");
-  const auto* allocated = std::get_if<AllocPayload>(&commands_[alloc].payload);
-  const std::string name = next_name(CommandKind::free);
-  if (!allocated) {
+  const std::string name = next_name(FreePayload::traits.kind);
+  std::shared_ptr<const TransientRange> memory = allocated(commands_[alloc].payload);
+  if (!memory) {
     throw Error(errc::invalid_argument,
                 "command buffer " + in_quotes(name_) + ": " + name + ": command " +
                     in_quotes(command_name(alloc)) + " is a " +
@@ -184,7 +184,7 @@ CommandRef Recording::add_free(std::uint32_t alloc) {
                 {name, command_name(alloc), command_name(it->second)});
   }
   freed_.reserve(freed_.size() + 1);  // so the insertion below cannot fail after the add
-  const CommandRef ref = add(FreePayload{allocated->memory, alloc});
+  const CommandRef ref = add(FreePayload{std::move(memory), alloc});
   freed_.emplace(alloc, ref.index);
   return ref;
 }

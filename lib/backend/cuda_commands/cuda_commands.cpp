@@ -168,10 +168,6 @@ struct Launch {
   const ArgumentStore& args;
   int device;
 
-  template <class P>
-  std::optional<KernelLaunch> operator()(const P&) const {
-    return std::nullopt;
-  }
   std::optional<KernelLaunch> operator()(const KernelPayload& kp) const {
     KernelLaunch k;
     const auto& config = args.get<LaunchConfig>(kp.config);
@@ -195,6 +191,20 @@ struct Launch {
     k.params = {args.data(pf.functor), args.data(pf.count())};
     return k;
   }
+  // The other kinds run no kernel of their own (a conditional's condition kernel is part of
+  // its graph).
+  std::optional<KernelLaunch> operator()(const CopyPayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const FillPayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const HostPayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const EventRecordPayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const EventWaitPayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const NestedPayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const CapturePayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const BarrierPayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const ConditionalBodies&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const CollectivePayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const AllocPayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const FreePayload&) const { return std::nullopt; }
 };
 
 // ---- Graph nodes ----
@@ -256,7 +266,7 @@ struct GraphForm {
     return site.place(spec);
   }
   cudaGraphNode_t operator()(const NestedPayload&) const { return site.body_graph(); }
-  cudaGraphNode_t operator()(const CapturePayload&) const { return site.captured_graph(); }
+  cudaGraphNode_t operator()(const CapturePayload& p) const { return site.captured_graph(p); }
   cudaGraphNode_t operator()(const BarrierPayload&) const {
     cuda::NodeSpec spec = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
     return site.place(spec);
@@ -269,7 +279,9 @@ struct GraphForm {
                                           : cudaGraphCondTypeSwitch;
     return site.conditional(type, p.condition);
   }
-  cudaGraphNode_t operator()(const CollectivePayload&) const { return site.collective_graph(); }
+  cudaGraphNode_t operator()(const CollectivePayload& p) const {
+    return site.collective_graph(p);
+  }
   // CUDA's graph memory pool backs the allocation while the graph runs and reuses it across
   // launches and between allocations whose lifetimes do not overlap.
   cudaGraphNode_t operator()(const AllocPayload& p) const {
@@ -354,7 +366,7 @@ struct StreamForm {
 void check_runs_on_device(const Plan& plan, int device) { Check::all(plan, plan, device, {}); }
 
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device) {
-  Check(plan, c, plan, device, {}).memory(r, std::holds_alternative<CopyPayload>(plan.payload(c)));
+  Check(plan, c, plan, device, {}).memory(r, traits(plan.kind(c)).reaches_peers);
 }
 
 std::optional<int> kernel_priority(const CommandRecord& command, int device,

@@ -58,10 +58,10 @@ class GraphSite {
   virtual void* host_callback(const std::shared_ptr<HostTask>& task) = 0;
   /// A child graph node running the command's body; a node for the graph a capture made.
   virtual cudaGraphNode_t body_graph() = 0;
-  virtual cudaGraphNode_t captured_graph() = 0;
+  virtual cudaGraphNode_t captured_graph(const CapturePayload& capture) = 0;
   /// A child graph node for what stream capture makes of the command's collective (captured
   /// here; in an update, set in place of the node's graph).
-  virtual cudaGraphNode_t collective_graph() = 0;
+  virtual cudaGraphNode_t collective_graph(const CollectivePayload& collective) = 0;
   /// A conditional node of `type` over the command's bodies (one body graph each), its handle
   /// set by `condition`'s kernel before the node (and, for WHILE, again at the end of every
   /// pass).

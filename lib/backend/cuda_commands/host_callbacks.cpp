@@ -33,7 +33,7 @@ void HostErrors::forget_before(std::uint64_t launch) {
 std::uint32_t count_host_tasks(const Plan& plan) {
   std::uint32_t n = 0;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (std::holds_alternative<HostPayload>(plan.payload(c))) ++n;
+    if (host_task(plan.payload(c))) ++n;
     for (const auto& body : plan.bodies_of(c)) n += count_host_tasks(*body);
   }
   return n;

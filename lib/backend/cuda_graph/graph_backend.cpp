@@ -94,9 +94,8 @@ class GraphExecutable final : public CudaExecutable {
   // destroyed first).
   void keep_recaptured(Instance& in, std::uint32_t c, cuda::Graph captured) {
     cuda::Graph& kept = in.built.collectives[{&plan(), c}];
-    const auto& comm = std::get<CollectivePayload>(plan().payload(c)).comm;
     auto old = std::make_shared<std::pair<std::shared_ptr<CommunicatorState>, cuda::Graph>>(
-        comm, std::exchange(kept, std::move(captured)));
+        communicator(plan().payload(c)), std::exchange(kept, std::move(captured)));
     try {
       retire(old);
     } catch (const Error&) {

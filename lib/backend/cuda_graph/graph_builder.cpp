@@ -97,7 +97,7 @@ class GraphBuilder::Site final : public GraphSite {
     // The child is cloned into the node; ours is destroyed when this returns.
     return builder_.add_child(graph_, deps_, child.get(), name_);
   }
-  cudaGraphNode_t captured_graph() override {
+  cudaGraphNode_t captured_graph(const CapturePayload&) override {
     if (builder_.cupti_) return builder_.capture_inline(plan_, c_, graph_, deps_, timed_);
     // The captured graph is cloned into the node: it stays for another build to use.
     cudaGraph_t captured = nullptr;
@@ -112,8 +112,7 @@ class GraphBuilder::Site final : public GraphSite {
     }
     return builder_.add_child(graph_, deps_, captured, name_);
   }
-  cudaGraphNode_t collective_graph() override {
-    const auto& p = std::get<CollectivePayload>(plan_.payload(c_));
+  cudaGraphNode_t collective_graph(const CollectivePayload& p) override {
     builder_.out_->keep(p.comm);
     cuda::Graph child = capture_collective(p, args_, builder_.capture_stream().get(), name_);
     if (!builder_.cupti_) {

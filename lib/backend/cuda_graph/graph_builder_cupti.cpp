@@ -117,7 +117,7 @@ cudaGraphNode_t GraphBuilder::capture_inline(const Plan& plan, std::uint32_t c, 
   cuda::begin_capture_into(stream, graph, deps, name);
   std::exception_ptr thrown;
   try {
-    std::get<CapturePayload>(plan.payload(c)).task->run(stream);
+    capture_task(plan.payload(c))->run(stream);
   } catch (...) {
     thrown = task_failure("capture", name);
   }

@@ -21,7 +21,7 @@ cuda::Graph capture_on(const Plan& plan, std::uint32_t c, const std::string& nam
   cuda::begin_capture(stream, name);
   std::exception_ptr thrown;
   try {
-    std::get<CapturePayload>(plan.payload(c)).task->run(stream);
+    capture_task(plan.payload(c))->run(stream);
   } catch (...) {
     thrown = task_failure("capture", name);
   }
@@ -53,13 +53,18 @@ cuda::Graph capture_collective(const CollectivePayload& p, const ArgumentStore& 
 
 namespace {
 
-void capture_in(const Plan& plan, const Plan& root, cudaStream_t stream, Captures& out) {
+// Captures every capture command of `plan` and its bodies on `stream`, made when the first
+// is found.
+void capture_in(const Plan& plan, const Plan& root, int device, cuda::Stream& stream,
+                Captures& out) {
   for (std::uint32_t c = 0; c < plan.size() && !out.refusal; ++c) {
-    if (std::holds_alternative<CapturePayload>(plan.payload(c))) {
-      cuda::Graph g = capture_on(plan, c, command_label(plan, c, root), stream, out.refusal);
+    if (capture_task(plan.payload(c))) {
+      if (!stream) stream = cuda::create_stream(device, 0, cuda::for_executable(root.buffer_name));
+      cuda::Graph g =
+          capture_on(plan, c, command_label(plan, c, root), stream.get(), out.refusal);
       if (g) out.graphs.emplace(std::make_pair(&plan, c), std::move(g));
     }
-    for (const auto& body : plan.bodies_of(c)) capture_in(*body, root, stream, out);
+    for (const auto& body : plan.bodies_of(c)) capture_in(*body, root, device, stream, out);
   }
 }
 
@@ -75,10 +80,9 @@ Error capture_refused(const std::string& name, cudaError_t status) {
 
 Captures capture_all(const Plan& plan, int device) {
   Captures out;
-  if (!find_command(plan, CommandKind::capture)) return out;
   const cuda::ScopedDevice on(device);
-  cuda::Stream stream = cuda::create_stream(device, 0, cuda::for_executable(plan.buffer_name));
-  capture_in(plan, plan, stream.get(), out);
+  cuda::Stream stream;
+  capture_in(plan, plan, device, stream, out);
   return out;
 }
 

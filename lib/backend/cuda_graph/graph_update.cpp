@@ -29,10 +29,9 @@ class ExecSite final : public GraphSite {
   // by node.
   void* host_callback(const std::shared_ptr<HostTask>&) override { return not_updatable(); }
   cudaGraphNode_t body_graph() override { return not_updatable(); }
-  cudaGraphNode_t captured_graph() override { return not_updatable(); }
+  cudaGraphNode_t captured_graph(const CapturePayload&) override { return not_updatable(); }
   // A collective is captured again with its new values, and the node takes the new graph.
-  cudaGraphNode_t collective_graph() override {
-    const auto& p = std::get<CollectivePayload>(plan_.payload(c_));
+  cudaGraphNode_t collective_graph(const CollectivePayload& p) override {
     cuda::Stream stream = cuda::create_stream(device_, 0, name_);
     captured_ = capture_collective(p, args_, stream.get(), name_);
     cuda::set_child_graph(exec_, node_, captured_.get(), name_);

@@ -257,10 +257,10 @@ std::shared_ptr<FenceState> launch_fence(const std::shared_ptr<const LaunchConte
 namespace {
 void collect_peers(const Plan& plan, const Plan& root, std::vector<PeerGroup>& out) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (const auto* p = std::get_if<CollectivePayload>(&plan.payload(c))) {
+    if (auto comm = communicator(plan.payload(c))) {
       auto group = std::find_if(out.begin(), out.end(),
-                                [&](const PeerGroup& g) { return g.comm == p->comm; });
-      if (group == out.end()) group = out.insert(out.end(), PeerGroup{p->comm, {}});
+                                [&](const PeerGroup& g) { return g.comm == comm; });
+      if (group == out.end()) group = out.insert(out.end(), PeerGroup{std::move(comm), {}});
       group->collectives.push_back(command_label(plan, c, root));
     }
     for (const auto& body : plan.bodies_of(c)) collect_peers(*body, root, out);

@@ -38,15 +38,15 @@ EventGenerations submit_events(const FlatPlan& flat) {
   for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
     const FlatTask& task = flat.tasks[t];
     if (task.is_join()) continue;
-    if (const auto* wait = std::get_if<EventWaitPayload>(&task.plan->payload(task.command))) {
-      generations[t] = wait->event->latest_begun();
+    if (const auto event = awaited_event(task.plan->payload(task.command))) {
+      generations[t] = event->latest_begun();
     }
   }
   for (std::uint32_t t = 0; t < flat.tasks.size(); ++t) {
     const FlatTask& task = flat.tasks[t];
     if (task.is_join()) continue;
-    if (const auto* record = std::get_if<EventRecordPayload>(&task.plan->payload(task.command))) {
-      generations[t] = record->event->begin_record();
+    if (const auto event = recorded_event(task.plan->payload(task.command))) {
+      generations[t] = event->begin_record();
     }
   }
   return generations;

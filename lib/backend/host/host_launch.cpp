@@ -113,8 +113,8 @@ void HostLaunch::end_skipped_record(std::uint32_t task) {
   if (generations_.empty()) return;
   const FlatTask& t = program_->flat.tasks[task];
   if (t.is_join()) return;
-  if (const auto* record = std::get_if<EventRecordPayload>(&t.plan->payload(t.command))) {
-    record->event->finish_record(generations_[task]);
+  if (const auto event = recorded_event(t.plan->payload(t.command))) {
+    event->finish_record(generations_[task]);
   }
 }
 

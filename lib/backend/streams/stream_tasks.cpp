@@ -39,8 +39,8 @@ std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
       s.name = command_label(*t.plan, t.command, root);
       const Payload& payload = t.plan->payload(t.command);
       s.kernel = kernel_launch(payload, *s.args, device);
-      if (const auto* host = std::get_if<HostPayload>(&payload)) {
-        s.callback = callbacks.add(host->task, s.name, errors, after[i]);
+      if (auto task = host_task(payload)) {
+        s.callback = callbacks.add(std::move(task), s.name, errors, after[i]);
         after[i] = only(s.callback);
       }
     }
