@@ -104,11 +104,9 @@ class CommandBuffer {
     if (auto misfit = detail::first_misfit<P...>(args...)) {
       reject_value(CommandKind::kernel, *misfit);
     }
-    const std::tuple<P...> values(static_cast<P>(std::forward<A>(args))...);
-    detail::KernelParam params[sizeof...(P) + 1] = {};
-    detail::fill_params(values, params, std::index_sequence_for<P...>{});
-    return KernelCommand<P...>(add_kernel({reinterpret_cast<const void*>(kernel), config,
-                                           params, sizeof...(P), &typeid(void (*)(P...))}));
+    const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
+    return KernelCommand<P...>(
+        add_kernel({reinterpret_cast<const void*>(kernel), config, converted.arguments()}));
   }
 
   /// Calls f(i) for every i in [0, n), in parallel, on whichever device runs the executable.

@@ -274,31 +274,31 @@ class Executable {
     if (auto misfit = detail::first_misfit<P...>(args...)) {
       reject_value(command.ref(), CommandKind::kernel, *misfit);
     }
-    const std::tuple<P...> values(static_cast<P>(std::forward<A>(args))...);
-    detail::KernelParam params[sizeof...(P) + 1] = {};
-    detail::fill_params(values, params, std::index_sequence_for<P...>{});
-    update_kernel_arguments(command.ref(), params, sizeof...(P), typeid(void (*)(P...)));
+    const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
+    update_values(command.ref(), CommandKind::kernel, converted.arguments());
   }
   /// New grid, block and shared memory for a kernel launch.
   template <class... P>
   void update(const KernelCommand<P...>& command, const LaunchConfig& config) {
-    update_launch_config(command.ref(), config);
+    update_values(command.ref(), CommandKind::kernel, config);
   }
   /// A new functor (and optionally a new range) for a parallel_for.
   template <class F>
   void update(const ParallelForCommand<F>& command, const F& functor) {
-    update_parallel_for(command.ref(), detail::kernel_param(functor), nullptr, typeid(F));
+    update_values(command.ref(), CommandKind::parallel_for,
+                  detail::ParallelForValues{detail::kernel_param(functor), nullptr, &typeid(F)});
   }
   /// A new functor and a new range [0, `n`) for a parallel_for.
   template <class F>
   void update(const ParallelForCommand<F>& command, std::size_t n, const F& functor) {
-    update_parallel_for(command.ref(), detail::kernel_param(functor), &n, typeid(F));
+    update_values(command.ref(), CommandKind::parallel_for,
+                  detail::ParallelForValues{detail::kernel_param(functor), &n, &typeid(F)});
   }
   /// New source, destination and count for a copy.
   template <class T, class Dst, class Src>
   void update(const CopyCommand<T>& command, const Dst& dst, const Src& src, std::size_t count) {
     static_assert(std::is_same_v<detail::element_of<Dst>, T>, "copy element type changed");
-    update_copy(command.ref(), detail::copy_spec(dst, src, count));
+    update_values(command.ref(), CommandKind::copy, detail::copy_spec(dst, src, count));
   }
   /// New destination, value and count for a fill (the value checked as fill() checks it).
   template <class T, class Dst, class V>
@@ -307,7 +307,7 @@ class Executable {
     if (auto misfit = detail::fill_misfit<T>(value)) {
       reject_value(command.ref(), CommandKind::fill, *misfit);
     }
-    update_fill(command.ref(), detail::fill_spec(dst, value, count));
+    update_values(command.ref(), CommandKind::fill, detail::fill_spec(dst, value, count));
   }
 #if CMDGRAPH_HAVE_NCCL
   /// New source, destination and count for a collective; its communicator, operation, root
@@ -320,9 +320,9 @@ class Executable {
   void update(const CollectiveCommand<T>& command, const Send& send, const Recv& recv,
               std::size_t count) {
     static_assert(std::is_same_v<detail::element_of<Recv>, T>, "collective element type changed");
-    update_collective(command.ref(),
-                      detail::collective_spec(detail::CollectiveOp::all_reduce, send, recv, count,
-                                              ReduceOp::sum, -1));
+    update_values(command.ref(), CommandKind::collective,
+                  detail::collective_spec(detail::CollectiveOp::all_reduce, send, recv, count,
+                                          ReduceOp::sum, -1));
   }
 #endif
   /// Takes every value of `rerecorded`, a new recording of the same structure (same commands
@@ -337,18 +337,14 @@ class Executable {
   friend Executable compile(CommandBuffer&, Device, const CompileOptions&);
   explicit Executable(std::unique_ptr<detail::ExecutableImpl> impl) noexcept;
   detail::ExecutableImpl& impl() const;
-  // `type` is the handle's kernel signature or functor type, checked against the recorded one.
-  void update_kernel_arguments(detail::CommandRef command, const detail::KernelParam* params,
-                               std::size_t count, const std::type_info& type);
-  void update_launch_config(detail::CommandRef command, const LaunchConfig& config);
-  void update_parallel_for(detail::CommandRef command, const detail::KernelParam& functor,
-                           const std::size_t* count, const std::type_info& type);
-  void update_copy(detail::CommandRef command, const detail::CopySpec& spec);
-  void update_fill(detail::CommandRef command, const detail::FillSpec& spec);
-#if CMDGRAPH_HAVE_NCCL
-  /// Takes send, recv and count of `values`.
-  void update_collective(detail::CommandRef command, const detail::CollectiveSpec& values);
-#endif
+  // Every handle's update: `values` are of a type the command table updates commands of `kind`
+  // by (their recorded types, element sizes and so on are checked there).
+  template <class V>
+  void update_values(detail::CommandRef command, CommandKind kind, const V& values) {
+    update_command(command, kind, detail::CommandValues::of(values));
+  }
+  void update_command(detail::CommandRef command, CommandKind kind,
+                      const detail::CommandValues& values);
   /// Throws Error(invalid_argument) naming `command` (or the handle error locating it).
   [[noreturn]] void reject_value(detail::CommandRef command, CommandKind kind,
                                  const detail::Misfit& misfit);

@@ -26,9 +26,12 @@ class CommunicatorState;  // collective/: one rank of an NCCL communicator (buil
 class EventState;  // sync/: what an Event is on its device
 class Recording;   // record/: a sealed secondary buffer or conditional body; backends reach
                    // its plan through Plan::bodies_of(c), never the recording itself
+class UpdateSite;  // command/update_site.hpp: what an update hook checks and writes through
 
 // Payloads keep what never changes; values update() may change live in the ArgumentStore and
-// are named by slot.
+// are named by slot. A kind updated through its handle has the hook
+// `void update(UpdateSite&, const CommandValues&) const` (command/updates.cpp): it checks the
+// new values as recording checked them, writes them and applies them.
 
 struct KernelPayload {
   static constexpr KindTraits traits{.kind = CommandKind::kernel, .name = "kernel",
@@ -41,6 +44,8 @@ struct KernelPayload {
   std::uint32_t param_count;
   const std::type_info* signature;  // the kernel's typeid: typed handles must match it
   const void* code() const noexcept { return function; }
+  /// New arguments (KernelArguments) or a new LaunchConfig.
+  void update(UpdateSite& site, const CommandValues& values) const;
 };
 
 struct ParallelForPayload {
@@ -54,6 +59,8 @@ struct ParallelForPayload {
   const std::type_info* type;   // the functor's typeid: typed handles must match it
   ArgumentStore::Slot count() const noexcept { return functor + 1; }
   const void* code() const noexcept { return device_kernel; }
+  /// A new functor, and maybe a new count (ParallelForValues).
+  void update(UpdateSite& site, const CommandValues& values) const;
 };
 
 struct CopyPayload {
@@ -63,6 +70,8 @@ struct CopyPayload {
   ArgumentStore::Slot spec;  // CopySpec
   /// Reads its source, writes its destination.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
+  /// A new CopySpec of the same element size.
+  void update(UpdateSite& site, const CommandValues& values) const;
 };
 
 struct FillPayload {
@@ -71,6 +80,8 @@ struct FillPayload {
   ArgumentStore::Slot spec;  // FillSpec
   /// Writes its destination.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
+  /// A new FillSpec of the same element size.
+  void update(UpdateSite& site, const CommandValues& values) const;
 };
 
 struct HostPayload {
@@ -189,12 +200,15 @@ struct CollectivePayload {
                                      .updatable = true, .in_device_loop = false};
   std::shared_ptr<CommunicatorState> comm;  // shared by the recording and every executable
   ArgumentStore::Slot spec;  // CollectiveSpec; for exchange, spec.count TransferSpecs follow
+  int ranks, rank, device;   // the communicator's size, this rank and its CUDA device
   ArgumentStore::Slot transfer(std::size_t i) const noexcept {
     return spec + 1 + static_cast<ArgumentStore::Slot>(i);
   }
   const std::shared_ptr<CommunicatorState>& communicator() const noexcept { return comm; }
   /// Reads its source, writes its destination (each transfer of an exchange likewise).
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
+  /// New send, recv and count (a CollectiveSpec); not for an exchange.
+  void update(UpdateSite& site, const CommandValues& values) const;
 };
 
 /// Transient memory (CommandBuffer::alloc): valid from this command to its free, or to the end
@@ -261,6 +275,26 @@ static_assert([] {
   }
   return true;
 }());
+
+template <class P>
+concept UpdatedByHandles = requires(const P& p, UpdateSite& site, const CommandValues& values) {
+  p.update(site, values);
+};
+// A kind is updatable exactly when its payload has the update hook.
+static_assert([]<std::size_t... I>(std::index_sequence<I...>) {
+  return ((UpdatedByHandles<std::variant_alternative_t<I, Payload>> ==
+           kind_table[I].updatable) && ...);
+}(std::make_index_sequence<std::variant_size_v<Payload>>{}));
+
+/// Runs `payload`'s update hook with `values` (a kind updatable through its handle).
+inline void update_command(const Payload& payload, UpdateSite& site,
+                           const CommandValues& values) {
+  std::visit(
+      [&](const auto& p) {
+        if constexpr (UpdatedByHandles<std::remove_cvref_t<decltype(p)>>) p.update(site, values);
+      },
+      payload);
+}
 
 inline CommandKind kind_of(const Payload& payload) noexcept {
   return static_cast<CommandKind>(payload.index());

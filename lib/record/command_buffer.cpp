@@ -1,7 +1,7 @@
 // CommandBuffer: record-time validation of each command, then storage in the Recording.
 // Collectives of one communicator are chained in recording order as they are recorded.
 #include "record/recording.hpp"
-#include "record/validate.hpp"
+#include "command/value_rules.hpp"
 #include "sync/access.hpp"
 
 #include <cmdgraph/command_buffer.hpp>
@@ -80,10 +80,11 @@ detail::CommandRef CommandBuffer::add_kernel(const detail::KernelSpec& spec) {
   require(rec, CommandKind::kernel, detail::problem_with(spec.config));
   detail::ArgumentStore& args = rec.arguments();
   const auto config = args.add_value(spec.config);
-  for (std::size_t i = 0; i < spec.param_count; ++i) args.add(spec.params[i]);
+  const detail::KernelArguments& arguments = spec.arguments;
+  for (std::size_t i = 0; i < arguments.count; ++i) args.add(arguments.params[i]);
   return rec.add(detail::KernelPayload{spec.function, config, config + 1,
-                                       static_cast<std::uint32_t>(spec.param_count),
-                                       spec.signature});
+                                       static_cast<std::uint32_t>(arguments.count),
+                                       arguments.signature});
 }
 
 detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec& spec) {
@@ -250,11 +251,7 @@ detail::CommandRef CommandBuffer::add_free(detail::CommandRef alloc) {
 }
 
 void CommandBuffer::reject_value(CommandKind kind, const detail::Misfit& misfit) const {
-  const Recording& rec = open(rec_);
-  cmdgraph::reject(rec, kind, misfit.what + " does not fit " +
-                                  (kind == CommandKind::fill ? "the element type, "
-                                                             : "the parameter's type, ") +
-                                  misfit.type);
+  cmdgraph::reject(open(rec_), kind, misfit.message());
 }
 
 #if CMDGRAPH_HAVE_NCCL
@@ -277,13 +274,14 @@ detail::CommandRef add_in_order(Recording& rec, std::shared_ptr<detail::Communic
                                 detail::ArgumentStore::Slot spec) {
   std::optional<std::uint32_t> previous;
   for (std::uint32_t i = static_cast<std::uint32_t>(rec.commands().size()); i-- > 0;) {
-    const auto* c = std::get_if<detail::CollectivePayload>(&rec.commands()[i].payload);
-    if (c && c->comm == state) {
+    if (detail::communicator(rec.commands()[i].payload) == state) {
       previous = i;
       break;
     }
   }
-  const detail::CommandRef ref = rec.add(detail::CollectivePayload{std::move(state), spec});
+  const int ranks = state->size(), rank = state->rank(), device = state->device();
+  const detail::CommandRef ref =
+      rec.add(detail::CollectivePayload{std::move(state), spec, ranks, rank, device});
   if (previous) rec.add_edge(*previous, ref.index);
   return ref;
 }

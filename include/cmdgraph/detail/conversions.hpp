@@ -90,10 +90,12 @@ std::string value_text(const T& value) {
   }
 }
 
-/// What does not fit: "argument 2 (-1)" and "unsigned 32-bit integer".
+/// What does not fit: "argument 2 (-1)" and "the parameter's type, unsigned 32-bit integer".
 struct Misfit {
   std::string what;
   std::string type;
+  /// "argument 2 (-1) does not fit the parameter's type, unsigned 32-bit integer"
+  std::string message() const { return what + " does not fit " + type; }
 };
 
 /// The first of `args` that does not fit its parameter type P, numbered from 1.
@@ -108,7 +110,7 @@ std::optional<Misfit> first_misfit(const A&... args) {
       ++index;
       if (!found && !fits<To>(arg)) {
         found = Misfit{"argument " + std::to_string(index) + " (" + value_text(arg) + ")",
-                       type_name<To>()};
+                       "the parameter's type, " + type_name<To>()};
       }
     };
     (check.template operator()<P>(args), ...);
@@ -120,7 +122,7 @@ std::optional<Misfit> first_misfit(const A&... args) {
 template <class T, class V>
 std::optional<Misfit> fill_misfit(const V& value) {
   if (fits<T>(value)) return std::nullopt;
-  return Misfit{"value " + value_text(value), type_name<T>()};
+  return Misfit{"value " + value_text(value), "the element type, " + type_name<T>()};
 }
 
 }  // namespace cmdgraph::detail

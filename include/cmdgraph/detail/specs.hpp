@@ -24,16 +24,28 @@ struct KernelParam {
   std::uint32_t align;
 };
 
+/// A kernel's arguments, each converted to its parameter's type.
+struct KernelArguments {
+  const KernelParam* params;
+  std::size_t count;
+  const std::type_info* signature;  // typeid(void (*)(P...)): what typed updates must match
+};
+
 struct KernelSpec {
   const void* function;  // the __global__ function's host stub address
   LaunchConfig config;
-  const KernelParam* params;
-  std::size_t param_count;
-  const std::type_info* signature;  // typeid(void (*)(P...)): what typed updates must match
+  KernelArguments arguments;
 };
 
 /// Runs a parallel_for functor over [begin, end) on the calling thread.
 using HostInvoke = void (*)(const void* functor, std::size_t begin, std::size_t end);
+
+/// A parallel_for's new functor and, unless `count` is null, its new range (an update).
+struct ParallelForValues {
+  KernelParam functor;
+  const std::size_t* count;
+  const std::type_info* type;  // typeid(F): the functor type recorded
+};
 
 struct ParallelForSpec {
   std::size_t count;
@@ -97,6 +109,27 @@ struct FillSpec {
   std::uint32_t element_size;  // 1, 2 or 4
 };
 
+/// Values handed to the library type-erased: an update's new values, which the command table
+/// takes only as the types the command's kind is updated by.
+class CommandValues {
+ public:
+  template <class V>
+  static CommandValues of(const V& values) noexcept {
+    return CommandValues(typeid(V), &values);
+  }
+  /// The values when they are a V, else null.
+  template <class V>
+  const V* as() const noexcept {
+    return *type_ == typeid(V) ? static_cast<const V*>(data_) : nullptr;
+  }
+
+ private:
+  CommandValues(const std::type_info& type, const void* data) noexcept
+      : type_(&type), data_(data) {}
+  const std::type_info* type_;
+  const void* data_;
+};
+
 /// A type-erased host callable; the recording and every executable share one instance.
 class HostTask {
  public:
@@ -138,11 +171,29 @@ KernelParam kernel_param(const P& value) noexcept {
   return {&value, static_cast<std::uint32_t>(sizeof(P)), static_cast<std::uint32_t>(alignof(P))};
 }
 
-/// Fills out[i] with a KernelParam for each converted argument in `values`.
-template <class... P, std::size_t... I>
-void fill_params(const std::tuple<P...>& values, KernelParam* out, std::index_sequence<I...>) {
-  ((out[I] = kernel_param(std::get<I>(values))), ...);
-}
+/// Arguments converted to kernel parameter types P..., as launch() and update() take them
+/// (first_misfit has checked that each fits). Not copied: `arguments()` points into it.
+template <class... P>
+class ConvertedArguments {
+ public:
+  template <class... A>
+  explicit ConvertedArguments(A&&... args) : values_(static_cast<P>(std::forward<A>(args))...) {
+    fill(std::index_sequence_for<P...>{});
+  }
+  ConvertedArguments(const ConvertedArguments&) = delete;
+  ConvertedArguments& operator=(const ConvertedArguments&) = delete;
+  KernelArguments arguments() const noexcept {
+    return {params_, sizeof...(P), &typeid(void (*)(P...))};
+  }
+
+ private:
+  template <std::size_t... I>
+  void fill(std::index_sequence<I...>) noexcept {
+    ((params_[I] = kernel_param(std::get<I>(values_))), ...);
+  }
+  std::tuple<P...> values_;
+  KernelParam params_[sizeof...(P) + 1] = {};
+};
 
 /// `count` elements of `v`. The count is checked against the view in elements (validate.cpp),
 /// so a count whose byte size overflows is refused, not wrapped.

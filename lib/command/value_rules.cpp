@@ -1,7 +1,7 @@
 // Value rules for kernels, copies, fills and collectives: counts within views (in elements), no
 // overlapping copies, non-zero launch dimensions, fill widths, collective buffers on the rank's
 // device and as large as the operation needs, roots and peers within the communicator.
-#include "record/validate.hpp"
+#include "command/value_rules.hpp"
 
 #include <cstdint>
 #include <limits>
