@@ -60,47 +60,36 @@ std::vector<std::uint32_t> measured_critical_path(const Plan& plan, const Profil
   return path;
 }
 
-}  // namespace
-
-std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const Profile* profile,
-                     const DotOptions& options) {
-  const bool measured = profile && profile->commands.size() >= plan.size();
-  const std::vector<std::uint32_t> path =
-      measured ? measured_critical_path(plan, *profile) : plan.critical_path;
-  std::set<std::uint32_t> critical(path.begin(), path.end());
-  std::set<std::pair<std::uint32_t, std::uint32_t>> critical_edges;
-  for (std::size_t i = 1; i < path.size(); ++i) critical_edges.emplace(path[i - 1], path[i]);
-  std::ostringstream out;
-  out << "digraph \"" << escaped(plan.buffer_name) << "\" {\n"
-      << "  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10, style=filled, "
-         "fillcolor=\"#f0f0f0\"];\n  edge [color=\"#606060\"];\n";
-  for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    const CommandKind kind = plan.kind(c);
-    // Names are escaped; "\\n" is DOT's own line break.
-    std::string label = escaped(plan.name(c)) + "\\n" + to_string(kind);
-    // Its bodies in its kind's order: a switch's cases, an if_else's then and else.
-    const auto bodies = plan.bodies_of(c);
-    for (std::size_t b = 0; b < bodies.size(); ++b) {
-      label += (b == 0 ? " '" : ", '") + escaped(bodies[b]->buffer_name) + "' (" +
-               std::to_string(bodies[b]->size()) + ")";
-    }
-    if (const auto& priority = plan.command(c).hints.priority) {
-      static constexpr const char* levels[] = {"low", "normal", "high"};
-      label += "\\npriority " + (priority->native ? std::to_string(priority->value)
-                                                   : std::string(levels[priority->value]));
-    }
-    if (options.timings && profile && c < profile->commands.size()) {
-      char ms[32];
-      std::snprintf(ms, sizeof ms, "\\n%.3f ms", profile->commands[c].duration_ms());
-      label += ms;
-    }
-    out << "  c" << c << " [label=\"" << label << "\", shape="
-        << traits(kind).dot_shape;
-    if (c < lanes.size()) out << ", fillcolor=\"" << fill_for(lanes[c]) << "\"";
-    if (critical.count(c)) out << ", color=red, penwidth=2";
-    out << "];\n";
+// Command c's label: its name and kind, its bodies, its priority, its measured time.
+std::string node_label(const Plan& plan, std::uint32_t c, const Profile* profile,
+                       const DotOptions& options) {
+  // Names are escaped; "\\n" is DOT's own line break.
+  std::string label = escaped(plan.name(c)) + "\\n" + to_string(plan.kind(c));
+  // Its bodies in its kind's order: a switch's cases, an if_else's then and else.
+  const auto bodies = plan.bodies_of(c);
+  for (std::size_t b = 0; b < bodies.size(); ++b) {
+    label += (b == 0 ? " '" : ", '") + escaped(bodies[b]->buffer_name) + "' (" +
+             std::to_string(bodies[b]->size()) + ")";
   }
-  // Inferred edges (Hazards::infer) are dashed and labelled with the memory they order.
+  if (const auto& priority = plan.command(c).hints.priority) {
+    static constexpr const char* levels[] = {"low", "normal", "high"};
+    label += "\\npriority " + (priority->native ? std::to_string(priority->value)
+                                                 : std::string(levels[priority->value]));
+  }
+  if (options.timings && profile && c < profile->commands.size()) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "\\n%.3f ms", profile->commands[c].duration_ms());
+    label += ms;
+  }
+  return label;
+}
+
+using EdgeSet = std::set<std::pair<std::uint32_t, std::uint32_t>>;
+
+// The reduced edges: on the critical path in red, inferred ones (Hazards::infer) dashed and
+// labelled with the memory they order, programmatic ones (the child may launch while the
+// parent runs) with an open arrowhead.
+void write_edges(const Plan& plan, const EdgeSet& critical_edges, std::ostream& out) {
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> inferred;
   for (const InferredEdge& e : plan.hazards.inferred) {
     inferred.emplace(std::pair(e.edge.parent, e.edge.child), memory_of(plan, e));
@@ -112,7 +101,6 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
       if (const auto it = inferred.find({c, k}); it != inferred.end()) {
         attributes.push_back("style=dashed, label=\"" + escaped(it->second) + "\"");
       }
-      // Programmatic edges: the child may launch while the parent runs.
       if (plan.is_programmatic(c, k)) {
         attributes.emplace_back("arrowhead=onormal, xlabel=\"programmatic\"");
       }
@@ -123,19 +111,46 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
       out << (attributes.empty() ? ";\n" : "];\n");
     }
   }
-  if (options.removed_edges) {
-    std::set<std::pair<std::uint32_t, std::uint32_t>> kept;
-    for (std::uint32_t c = 0; c < plan.size(); ++c) {
-      for (std::uint32_t k : plan.children[c]) kept.emplace(c, k);
-    }
-    std::set<std::pair<std::uint32_t, std::uint32_t>> drawn;
-    for (const Edge& e : plan.edges) {
-      const auto edge = std::make_pair(e.parent, e.child);
-      if (kept.count(edge) || !drawn.insert(edge).second) continue;
-      out << "  c" << e.parent << " -> c" << e.child
-          << " [style=dashed, color=\"#b0b0b0\", constraint=false];\n";
-    }
+}
+
+// The recorded edges the reduction removed, faint and dashed.
+void write_removed_edges(const Plan& plan, std::ostream& out) {
+  EdgeSet kept;
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    for (std::uint32_t k : plan.children[c]) kept.emplace(c, k);
   }
+  EdgeSet drawn;
+  for (const Edge& e : plan.edges) {
+    const auto edge = std::make_pair(e.parent, e.child);
+    if (kept.count(edge) || !drawn.insert(edge).second) continue;
+    out << "  c" << e.parent << " -> c" << e.child
+        << " [style=dashed, color=\"#b0b0b0\", constraint=false];\n";
+  }
+}
+
+}  // namespace
+
+std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const Profile* profile,
+                     const DotOptions& options) {
+  const bool measured = profile && profile->commands.size() >= plan.size();
+  const std::vector<std::uint32_t> path =
+      measured ? measured_critical_path(plan, *profile) : plan.critical_path;
+  const std::set<std::uint32_t> critical(path.begin(), path.end());
+  EdgeSet critical_edges;
+  for (std::size_t i = 1; i < path.size(); ++i) critical_edges.emplace(path[i - 1], path[i]);
+  std::ostringstream out;
+  out << "digraph \"" << escaped(plan.buffer_name) << "\" {\n"
+      << "  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10, style=filled, "
+         "fillcolor=\"#f0f0f0\"];\n  edge [color=\"#606060\"];\n";
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    out << "  c" << c << " [label=\"" << node_label(plan, c, profile, options)
+        << "\", shape=" << traits(plan.kind(c)).dot_shape;
+    if (c < lanes.size()) out << ", fillcolor=\"" << fill_for(lanes[c]) << "\"";
+    if (critical.count(c)) out << ", color=red, penwidth=2";
+    out << "];\n";
+  }
+  write_edges(plan, critical_edges, out);
+  if (options.removed_edges) write_removed_edges(plan, out);
   out << "}\n";
   return out.str();
 }

@@ -152,6 +152,103 @@ std::vector<Edge> transitive_reduction(std::size_t vertices, const std::vector<E
   return *transitive_reduction_within(vertices, edges, position, ~std::uint64_t{0}, edges_examined);
 }
 
+namespace {
+
+// The search of transitive_reduction_within, vertex by vertex (see above for why it is cut
+// short where it is).
+class PrunedSearch {
+ public:
+  PrunedSearch(std::vector<std::vector<std::uint32_t>> children,
+               const std::vector<std::uint32_t>& position)
+      : children_(std::move(children)), position_(position),
+        second_(second_order(children_, position)), level_(levels(children_, position)),
+        marked_(children_.size(), 0), target_(children_.size(), 0) {}
+
+  // Appends to `kept` the edges from `u` no other child of `u` reaches; false once the search
+  // has examined more than `budget` edges in all.
+  bool reduce(std::uint32_t u, std::vector<Edge>& kept, std::uint64_t budget) {
+    const auto& cs = children_[u];
+    if (cs.size() <= 1) {
+      for (std::uint32_t c : cs) kept.push_back({u, c});
+      return true;
+    }
+    start(cs);
+    for (std::uint32_t c : cs) {
+      if (is_marked(c)) continue;  // reached from an earlier child: redundant
+      kept.push_back({u, c});
+      marked_[c] = stamp_;
+      if (--unmarked_ == 0) break;
+      if (may_reach(c) && !search_from(c, budget)) return false;
+    }
+    return true;
+  }
+  std::uint64_t examined() const noexcept { return examined_; }
+
+ private:
+  bool is_marked(std::uint32_t v) const noexcept { return marked_[v] == stamp_; }
+
+  // A new vertex's children are the targets; the bounds start from all of them.
+  void start(const std::vector<std::uint32_t>& cs) {
+    ++stamp_;
+    for (std::uint32_t c : cs) target_[c] = stamp_;
+    unmarked_ = cs.size();
+    auto set_up = [&](Bound& b, const std::vector<std::uint32_t>& key) {
+      b.sorted.assign(cs.begin(), cs.end());
+      std::sort(b.sorted.begin(), b.sorted.end(),
+                [&](std::uint32_t a, std::uint32_t c) { return key[a] < key[c]; });
+      b.top = b.sorted.size();
+    };
+    in_position_.sorted.assign(cs.begin(), cs.end());  // already in position order
+    in_position_.top = cs.size();
+    set_up(in_second_, second_);
+    set_up(in_level_, level_);
+  }
+
+  // May y still reach an unmarked child? (Only asked while one is left.)
+  bool may_reach(std::uint32_t y) {
+    auto marked = [this](std::uint32_t v) { return is_marked(v); };
+    return position_[y] < in_position_.get(position_, marked) &&
+           second_[y] < in_second_.get(second_, marked) &&
+           level_[y] < in_level_.get(level_, marked);
+  }
+
+  // Marks what `from` reaches, entering only vertices that may reach an unmarked child.
+  bool search_from(std::uint32_t from, std::uint64_t budget) {
+    stack_.assign(1, from);
+    while (!stack_.empty() && unmarked_ > 0) {
+      const std::uint32_t x = stack_.back();
+      stack_.pop_back();
+      examined_ += children_[x].size();
+      if (examined_ > budget) return false;
+      // Pushed in position order: the farthest child is searched first.
+      for (std::uint32_t y : children_[x]) {
+        if (is_marked(y)) continue;
+        if (target_[y] == stamp_) {
+          marked_[y] = stamp_;
+          if (--unmarked_ == 0) break;
+          if (may_reach(y)) stack_.push_back(y);
+        } else if (may_reach(y)) {
+          marked_[y] = stamp_;
+          stack_.push_back(y);
+        }
+      }
+    }
+    return true;
+  }
+
+  std::vector<std::vector<std::uint32_t>> children_;
+  const std::vector<std::uint32_t>& position_;
+  std::vector<std::uint32_t> second_, level_;
+  std::vector<std::uint32_t> marked_, target_;
+  std::uint32_t stamp_ = 0;
+  std::size_t unmarked_ = 0;
+  std::uint64_t examined_ = 0;
+  std::vector<std::uint32_t> stack_;
+  Bound in_position_, in_second_, in_level_;
+};
+
+}  // namespace
+
 std::optional<std::vector<Edge>> transitive_reduction_within(
     std::size_t vertices, const std::vector<Edge>& edges, const std::vector<std::uint32_t>& position,
     std::uint64_t budget, std::uint64_t* edges_examined) {
@@ -160,70 +257,13 @@ std::optional<std::vector<Edge>> transitive_reduction_within(
   for (const Edge& e : edges) children[e.parent].push_back(e.child);
   auto by_position = [&](std::uint32_t a, std::uint32_t b) { return position[a] < position[b]; };
   for (auto& c : children) std::sort(c.begin(), c.end(), by_position);
-  const std::vector<std::uint32_t> second = second_order(children, position);
-  const std::vector<std::uint32_t> level = levels(children, position);
-
+  PrunedSearch search(std::move(children), position);
   std::vector<Edge> kept;
   kept.reserve(edges.size());
-  std::vector<std::uint32_t> marked(vertices, 0), target(vertices, 0);
-  std::uint32_t stamp = 0;
-  std::uint64_t examined = 0;
-  std::vector<std::uint32_t> stack;
-  Bound in_position, in_second, in_level;
   for (std::uint32_t u = 0; u < vertices; ++u) {
-    const auto& cs = children[u];
-    if (cs.size() <= 1) {
-      for (std::uint32_t c : cs) kept.push_back({u, c});
-      continue;
-    }
-    ++stamp;
-    for (std::uint32_t c : cs) target[c] = stamp;
-    std::size_t unmarked = cs.size();
-    auto is_marked = [&](std::uint32_t v) { return marked[v] == stamp; };
-    auto set_up = [&](Bound& b, const std::vector<std::uint32_t>& key) {
-      b.sorted.assign(cs.begin(), cs.end());
-      std::sort(b.sorted.begin(), b.sorted.end(),
-                [&](std::uint32_t a, std::uint32_t c) { return key[a] < key[c]; });
-      b.top = b.sorted.size();
-    };
-    in_position.sorted.assign(cs.begin(), cs.end());  // already in position order
-    in_position.top = cs.size();
-    set_up(in_second, second);
-    set_up(in_level, level);
-    // May y still reach an unmarked child? (Only called while one is left.)
-    auto may_reach = [&](std::uint32_t y) {
-      return position[y] < in_position.get(position, is_marked) &&
-             second[y] < in_second.get(second, is_marked) &&
-             level[y] < in_level.get(level, is_marked);
-    };
-    for (std::uint32_t c : cs) {
-      if (is_marked(c)) continue;  // reached from an earlier child: redundant
-      kept.push_back({u, c});
-      marked[c] = stamp;
-      if (--unmarked == 0) break;
-      if (!may_reach(c)) continue;
-      stack.assign(1, c);
-      while (!stack.empty() && unmarked > 0) {
-        const std::uint32_t x = stack.back();
-        stack.pop_back();
-        examined += children[x].size();
-        if (examined > budget) return std::nullopt;
-        // Pushed in position order: the farthest child is searched first.
-        for (std::uint32_t y : children[x]) {
-          if (is_marked(y)) continue;
-          if (target[y] == stamp) {
-            marked[y] = stamp;
-            if (--unmarked == 0) break;
-            if (may_reach(y)) stack.push_back(y);
-          } else if (may_reach(y)) {
-            marked[y] = stamp;
-            stack.push_back(y);
-          }
-        }
-      }
-    }
+    if (!search.reduce(u, kept, budget)) return std::nullopt;
   }
-  if (edges_examined) *edges_examined = examined;
+  if (edges_examined) *edges_examined = search.examined();
   return kept;
 }
 

@@ -185,13 +185,29 @@ class GraphExecutable final : public CudaExecutable {
       transients.bind(t, transients_.address(t), args);
     }
     std::vector<BuiltGraph> fresh;
+    if (auto why = update_instances(*plan, args, transients, options, fresh)) {
+      return rebuild(std::move(plan), std::move(args), std::move(*why));
+    }
+    take_built(fresh);
+    args_ = std::move(args);
+    transients_ = std::move(transients);
+    replace_plan_after_launches(std::move(plan));
+    return {};
+  }
+
+  // Builds `plan` anew for every instance and has CUDA update the instance from it; why CUDA
+  // refused when a rebuild may follow (else it throws the refusal).
+  std::optional<std::string> update_instances(const Plan& plan, ArgumentStore& args,
+                                              TransientBinding& transients,
+                                              const UpdateOptions& options,
+                                              std::vector<BuiltGraph>& fresh) {
     for (Instance* in : instances()) {
       GraphBuilder builder(ordinal(), current_.host_errors.get(),
                            in == &current_ ? mode() : ProfileMode::off, nullptr, programmatic_,
                            shape_);
       // The plan has the executable's structure, so its lane edges still hold every edge;
       // costs given since would shape it otherwise, and CUDA updates no edge.
-      fresh.push_back(builder.build(*plan, args, transients, true, &in->built.shaping));
+      fresh.push_back(builder.build(plan, args, transients, true, &in->built.shaping));
       std::string why;
       cudaGraphNode_t at = nullptr;
       const cudaError_t status =
@@ -205,11 +221,15 @@ class GraphExecutable final : public CudaExecutable {
         refuse_update(why + (command.empty() ? "" : " at command '" + command + "'"),
                       std::move(named), static_cast<int>(status));
       }
-      return rebuild(std::move(plan), std::move(args), why);
+      return why;
     }
-    // The execs now point at the fresh graphs' host callbacks and events; per-node updates
-    // keep addressing the nodes they were instantiated from, which map command for command,
-    // as do the clones CUPTI's records name.
+    return std::nullopt;
+  }
+
+  // The execs now point at the fresh graphs' host callbacks and events; per-node updates
+  // keep addressing the nodes they were instantiated from, which map command for command,
+  // as do the clones CUPTI's records name.
+  void take_built(std::vector<BuiltGraph>& fresh) {
     std::lock_guard lock(mutex());
     std::size_t i = 0;
     for (Instance* in : instances()) {
@@ -230,10 +250,6 @@ class GraphExecutable final : public CudaExecutable {
       for (const auto& comm : now.communicators) in->built.keep(comm);
       retire(std::move(old));
     }
-    args_ = std::move(args);
-    transients_ = std::move(transients);
-    replace_plan_after_launches(std::move(plan));
-    return {};
   }
 
   UpdateResult rebuild(std::shared_ptr<const Plan> plan, ArgumentStore args, std::string why) {
