@@ -23,10 +23,10 @@ int device_count() noexcept {
   return count;
 }
 
-DeviceProperties properties(int device) {
+DeviceFacts facts(int device) {
   cudaDeviceProp prop{};
   CMDGRAPH_CUDA(no_command, cudaGetDeviceProperties, &prop, device);
-  DeviceProperties p;
+  DeviceFacts p;
   p.name = prop.name;
   p.multiprocessors = prop.multiProcessorCount;
   p.compute_major = prop.major;

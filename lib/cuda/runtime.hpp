@@ -4,16 +4,22 @@
 #include "cuda/check.hpp"
 #include "cuda/handles.hpp"
 
-#include <cmdgraph/device.hpp>
-
 #include <cstddef>
+#include <string>
 #include <utility>
 
 namespace cmdgraph::detail::cuda {
 
 /// Devices the driver reports; 0 when there is no driver or device (the error is cleared).
 int device_count() noexcept;
-DeviceProperties properties(int device);
+/// What Device::properties() reports of a CUDA device.
+struct DeviceFacts {
+  std::string name;
+  int multiprocessors = 0, compute_major = 0, compute_minor = 0;
+  std::size_t total_memory = 0;
+  int least_priority = 0, greatest_priority = 0;
+};
+DeviceFacts facts(int device);
 /// The device's stream priority range: least urgent, most urgent.
 std::pair<int, int> priority_range(int device);
 

@@ -2,7 +2,7 @@
 #include <cmdgraph/device.hpp>
 #include <cmdgraph/error.hpp>
 
-#include "sync/thread_pool.hpp"
+#include "device/host_work.hpp"
 
 #if CMDGRAPH_HAVE_CUDA
 #include "cuda/runtime.hpp"
@@ -38,11 +38,13 @@ DeviceProperties Device::properties() const {
   if (is_host()) {
     DeviceProperties p;
     p.name = "host CPU";
-    p.multiprocessors = static_cast<int>(detail::host_pool().size());
+    p.multiprocessors = static_cast<int>(detail::host_threads());
     return p;
   }
 #if CMDGRAPH_HAVE_CUDA
-  return detail::cuda::properties(ordinal_);
+  const detail::cuda::DeviceFacts f = detail::cuda::facts(ordinal_);
+  return {f.name, f.multiprocessors, f.compute_major, f.compute_minor, f.total_memory,
+          f.least_priority, f.greatest_priority};
 #else
   return {};
 #endif

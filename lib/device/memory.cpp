@@ -6,7 +6,7 @@
 
 #include <sys/sysinfo.h>
 
-#include "sync/host_work.hpp"
+#include "device/host_work.hpp"
 
 #if CMDGRAPH_HAVE_CUDA
 #include "cuda/runtime.hpp"

@@ -4,7 +4,7 @@
 #include "sync/deadline.hpp"
 #include "sync/event_state.hpp"
 #include "sync/fence_state.hpp"
-#include "sync/host_work.hpp"
+#include "device/host_work.hpp"
 #include "sync/thread_pool.hpp"
 #include "sync/watcher.hpp"
 

@@ -2,6 +2,8 @@
 // with BlockingWait; a thread that retires cannot join itself, so it leaves its id behind.
 #include "sync/thread_pool.hpp"
 
+#include "device/host_work.hpp"
+
 #include <cmdgraph/error.hpp>
 
 #include <algorithm>
@@ -141,7 +143,7 @@ ThreadPool& callback_thread() {
 }
 
 ThreadPool& host_pool() {
-  static ThreadPool pool(std::max(2u, std::thread::hardware_concurrency()));
+  static ThreadPool pool(host_threads());
   return pool;
 }
 

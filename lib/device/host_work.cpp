@@ -1,15 +1,22 @@
 // HostWork: the tickets in flight and the frees deferred behind them, under one mutex. Host
 // launches are coarse (one ticket per job a queue runs), so a lock per submission costs
 // nothing a launch would notice; with nothing in flight a free runs at once.
-#include "sync/host_work.hpp"
+#include "device/host_work.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <new>
 #include <set>
+#include <thread>
 #include <vector>
 
 namespace cmdgraph::detail {
+
+std::size_t host_threads() noexcept {
+  return std::max(2u, std::thread::hardware_concurrency());
+}
+
 namespace {
 
 struct Deferred {

@@ -1,10 +1,15 @@
-// The host device's work in flight: what freeing host memory is deferred behind, so that no
-// host launch ever reads or writes memory freed under it.
+// The host device's threads, and its work in flight: what freeing host memory is deferred
+// behind, so that no host launch ever reads or writes memory freed under it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace cmdgraph::detail {
+
+/// Threads the host device works with: its thread pool's size (sync/thread_pool), reported as
+/// its multiprocessors.
+std::size_t host_threads() noexcept;
 
 /// Jobs submitted to host queues and not finished yet, numbered in submission order.
 /// Process-wide, thread-safe.
