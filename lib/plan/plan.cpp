@@ -4,6 +4,7 @@
 
 #include "plan/hazards.hpp"
 #include "plan/order.hpp"
+#include "plan/shaping.hpp"
 #include "record/recording.hpp"
 
 #include <cmdgraph/error.hpp>
@@ -95,7 +96,7 @@ std::vector<Edge> programmatic_among(const Plan& plan, const std::vector<Edge>& 
 using PlanCache = std::map<const Recording*, std::shared_ptr<const Plan>>;
 
 std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCache& cache,
-                                  bool body) {
+                                  bool body, const std::optional<GraphShape>& shape = {}) {
   if (const auto hit = cache.find(&rec); hit != cache.end()) return hit->second;
   auto plan = std::make_shared<Plan>();
   plan->recording_id = rec.id();
@@ -143,6 +144,8 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   if (plan->hazards.applied == Hazards::validate) validate_edges(*plan);
   if (plan->hazards.applied == Hazards::off) validate_transient_edges(*plan);
   check_transients(*plan);
+  plan->shape = shape;
+  if (shape) plan->shaping = std::make_shared<const GraphShaping>(shape_graph(*plan, *shape));
   cache.emplace(&rec, plan);
   return plan;
 }
@@ -158,9 +161,9 @@ std::size_t count_prioritised(const Plan& plan) {
   return count;
 }
 
-std::shared_ptr<const Plan> build_plan(const Recording& recording, Hazards hazards) {
+std::shared_ptr<const Plan> build_plan(const Recording& recording, const PlanOptions& options) {
   PlanCache cache;
-  return build(recording, hazards, cache, false);
+  return build(recording, options.hazards, cache, false, options.shape);
 }
 
 }  // namespace cmdgraph::detail

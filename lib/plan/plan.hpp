@@ -11,6 +11,8 @@
 #include "plan/hazards.hpp"
 #include "plan/transients.hpp"
 
+#include <cmdgraph/graph_shape.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -22,6 +24,7 @@
 namespace cmdgraph::detail {
 
 class Recording;
+struct GraphShaping;  // plan/shaping.hpp
 
 struct Plan {
   std::uint64_t recording_id = 0;       // the recording it was built from (handles name it)
@@ -48,6 +51,10 @@ struct Plan {
   std::shared_ptr<const LabelStore> labels;  // what the recording's declarations point at
   HazardSummary hazards;                // what the access analysis did
   TransientMemory memory;               // its transients (alloc): uses, lifetimes, arena layout
+  // Graph shaping of the top level, as compile() asked for a graph (PlanOptions::shape):
+  // computed once here, shared by every instance and clone of the executable.
+  std::optional<GraphShape> shape;
+  std::shared_ptr<const GraphShaping> shaping;  // null unless `shape`
 
   std::size_t size() const noexcept { return commands.size(); }
   const CommandRecord& command(std::uint32_t c) const { return commands[c]; }
@@ -71,12 +78,21 @@ struct Plan {
   }
 };
 
-/// Builds the plan of a recording and of every recording it executes (each once), with the
-/// access analysis `hazards` asks for (plan/hazards.hpp). Throws Error(cycle) naming the whole
-/// cycle, Error(hazard) listing unordered conflicts. Iterative over commands: a 100,000-command
-/// chain is fine; bodies nest at most max_nesting_depth levels (the recording checked that).
+/// What a plan is built for.
+struct PlanOptions {
+  PlanOptions(Hazards hazards = Hazards::automatic, std::optional<GraphShape> shape = {})
+      : hazards(hazards), shape(shape) {}
+  Hazards hazards;  ///< the access analysis (plan/hazards.hpp)
+  /// Lane edges for a CUDA graph (plan/shaping.hpp), when the plan is built for one.
+  std::optional<GraphShape> shape;
+};
+
+/// Builds the plan of a recording and of every recording it executes (each once), as `options`
+/// ask. Throws Error(cycle) naming the whole cycle, Error(hazard) listing unordered conflicts.
+/// Iterative over commands: a 100,000-command chain is fine; bodies nest at most
+/// max_nesting_depth levels (the recording checked that).
 std::shared_ptr<const Plan> build_plan(const Recording& recording,
-                                       Hazards hazards = Hazards::automatic);
+                                       const PlanOptions& options = {});
 
 /// How errors and traces name command `c` of `plan` in an executable whose top plan is
 /// `root`: its own name at the top level, "buffer/name" inside executed buffers.

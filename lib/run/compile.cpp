@@ -105,6 +105,15 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
 #endif
 }
 
+// What the plan is built for: lane edges when the backend may be the cuda_graph one (unless
+// stream capture refuses a capture command, it is).
+detail::PlanOptions plan_options(Device device, const CompileOptions& options) {
+  detail::PlanOptions plan{options.hazards, std::nullopt};
+  const bool graph = options.backend == Backend::automatic || options.backend == Backend::cuda_graph;
+  if (!device.is_host() && graph && options.shape != GraphShape::lanes(0)) plan.shape = options.shape;
+  return plan;
+}
+
 // Declared accesses, inferred edges, validated pairs and conditional commands of the plan and
 // every body in it (the unneeded edges are counted when stats() is first read).
 void add_hazard_counts(const detail::Plan& plan, ExecutableStats& stats) {
@@ -126,7 +135,7 @@ Executable compile(CommandBuffer& commands, Device device, const CompileOptions&
 
   ExecutableStats stats;
   const auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<const detail::Plan> plan = detail::build_plan(*rec, options.hazards);
+  std::shared_ptr<const detail::Plan> plan = detail::build_plan(*rec, plan_options(device, options));
   stats.plan_ms = detail::ms_since(start);
   stats.commands = plan->size();
   stats.edges_recorded = plan->edges.size() - plan->hazards.inferred.size();

@@ -131,7 +131,7 @@ UpdateResult Executable::update(CommandBuffer& rerecorded, const UpdateOptions& 
   const ExecutableImpl::Updating updating(exe);
   const std::shared_ptr<detail::Recording>& rec = detail::recording_of(rerecorded);
   const detail::Recording::UseGuard guard(*rec);
-  auto plan = detail::build_plan(*rec, exe.plan().hazards.requested);
+  auto plan = detail::build_plan(*rec, {exe.plan().hazards.requested, exe.plan().shape});
   UpdateResult result = exe.update_from(std::move(plan), options);
   rec->seal();
   return result;

@@ -20,16 +20,14 @@ namespace {
 
 class GraphExecutable final : public CudaExecutable {
  public:
-  // `transients`: the words of `args` pointing into transients (the plan's, or a clone's
-  // source's with its updates). `session`: CUPTI's, when stats.profile_mode is cupti.
-  // `programmatic`: CompileOptions::programmatic_edges; `shape`: CompileOptions::shape.
+  // `captures`: what capture_all made of the plan's capture commands (null for a clone, whose
+  // captures run again). `session`: CUPTI's, when stats.profile_mode is cupti.
   GraphExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
-                  ArgumentStore args, TransientBinding transients, unsigned profile_every,
-                  bool programmatic, GraphShape shape, Captures* captures,
+                  const CudaLowering& lowering, StartingValues values, Captures* captures,
                   cuda::cupti::Session* session)
-      : CudaExecutable(plan, device, std::move(stats), profile_every), args_(std::move(args)),
-        programmatic_(programmatic), shape_(shape), session_(session) {
-    transients_ = std::move(transients);
+      : CudaExecutable(plan, device, std::move(stats), lowering), args_(std::move(values.args)),
+        session_(session) {
+    transients_ = std::move(values.transients);
     const int ordinal = device.ordinal();
     const cuda::Served served = cuda::for_executable(plan->buffer_name);
     if (mode() == ProfileMode::cupti) sampled_done_ = cuda::create_event(ordinal, false, served);
@@ -41,28 +39,26 @@ class GraphExecutable final : public CudaExecutable {
                   "timed-event profiling of one launch in N cannot hold; profile every launch, "
                   "or through CUPTI");
     }
-    current_ = instantiate(*plan, args_, transients_, ordinal, mode(), session_, programmatic_,
-                           shape_, captures, &this->stats().instantiate_ms);
+    InstanceOptions options = instance_options(mode(), captures);
+    options.instantiate_ms = &this->stats().instantiate_ms;
+    current_ = instantiate(*plan, args_, transients_, options);
     if (split()) {
-      plain_ = std::make_unique<Instance>(instantiate(*plan, args_, transients_, ordinal,
-                                                      ProfileMode::off, nullptr, programmatic_,
-                                                      shape_, captures, nullptr,
-                                                      current_.host_errors));
+      plain_ = std::make_unique<Instance>(instantiate(*plan, args_, transients_,
+                                                      plain_options(current_, captures)));
       switched_ = cuda::create_event(ordinal, false, served);
     }
     start_context(current_.context);
     this->stats().backend = Backend::cuda_graph;
     this->stats().edges_programmatic = current_.built.programmatic_edges;
-    note_shaping(current_.built.shaping);
-    this->stats().commands_prioritised = count_prioritised(*plan);
+    note_shaping(current_.built.shaping.get());
   }
   ~GraphExecutable() override { wait_for_launches(); }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
     // A graph of its own: its allocation nodes put its transients elsewhere.
-    return std::make_unique<GraphExecutable>(shared_plan(), device(), stats_for_clone(), args_, transients_,
-                                             profile_every(), programmatic_, shape_, nullptr,
-                                             session_);
+    return std::make_unique<GraphExecutable>(shared_plan(), device(), stats_for_clone(),
+                                             lowering(), StartingValues{args_, transients_},
+                                             nullptr, session_);
   }
 
   void write_cuda_dot(const std::string& path) const override {
@@ -87,6 +83,19 @@ class GraphExecutable final : public CudaExecutable {
   std::vector<Instance*> instances() {
     if (plain_) return {&current_, plain_.get()};
     return {&current_};
+  }
+  // How the instance launches are timed in (`timing`) is made.
+  InstanceOptions instance_options(ProfileMode timing, Captures* captures) const {
+    InstanceOptions options;
+    options.build = {ordinal(), nullptr, timing, captures, lowering().programmatic};
+    if (timing == ProfileMode::cupti) options.tracing = session_;
+    return options;
+  }
+  // How the instance of the launches not profiled is made, beside `profiled`.
+  InstanceOptions plain_options(const Instance& profiled, Captures* captures) const {
+    InstanceOptions options = instance_options(ProfileMode::off, captures);
+    options.errors = profiled.host_errors;
+    return options;
   }
 
   // A collective of `in` captured again by an update: launches in flight may still run what
@@ -202,12 +211,12 @@ class GraphExecutable final : public CudaExecutable {
                                               const UpdateOptions& options,
                                               std::vector<BuiltGraph>& fresh) {
     for (Instance* in : instances()) {
-      GraphBuilder builder(ordinal(), current_.host_errors.get(),
-                           in == &current_ ? mode() : ProfileMode::off, nullptr, programmatic_,
-                           shape_);
+      GraphBuilder builder({ordinal(), current_.host_errors.get(),
+                            in == &current_ ? mode() : ProfileMode::off, nullptr,
+                            lowering().programmatic});
       // The plan has the executable's structure, so its lane edges still hold every edge;
       // costs given since would shape it otherwise, and CUDA updates no edge.
-      fresh.push_back(builder.build(plan, args, transients, true, &in->built.shaping));
+      fresh.push_back(builder.build(plan, args, transients, true, in->built.shaping));
       std::string why;
       cudaGraphNode_t at = nullptr;
       const cudaError_t status =
@@ -254,28 +263,27 @@ class GraphExecutable final : public CudaExecutable {
 
   UpdateResult rebuild(std::shared_ptr<const Plan> plan, ArgumentStore args, std::string why) {
     TransientBinding transients(*plan);
-    Instance fresh = instantiate(*plan, args, transients, ordinal(), mode(), session_,
-                                 programmatic_, shape_, nullptr, nullptr);
+    Instance fresh = instantiate(*plan, args, transients, instance_options(mode(), nullptr));
     std::unique_ptr<Instance> fresh_plain;
     if (split()) {
-      fresh_plain = std::make_unique<Instance>(instantiate(*plan, args, transients, ordinal(),
-                                                           ProfileMode::off, nullptr,
-                                                           programmatic_, shape_, nullptr,
-                                                           nullptr, fresh.host_errors));
+      fresh_plain = std::make_unique<Instance>(
+          instantiate(*plan, args, transients, plain_options(fresh, nullptr)));
     }
     std::lock_guard lock(mutex());
     retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))));
     if (plain_) retire(std::shared_ptr<Instance>(std::exchange(plain_, std::move(fresh_plain))));
     start_context(current_.context);  // the fresh instance counts its own launches
-    note_shaping(current_.built.shaping);
+    note_shaping(current_.built.shaping.get());
     args_ = std::move(args);
     transients_ = std::move(transients);
     replace_plan_after_launches(std::move(plan));
     return {true, std::move(why)};
   }
 
-  // What shaping did to the graph instantiated, in the stats.
-  void note_shaping(const GraphShaping& shaping) {
+  // What shaping did to the graph instantiated, in the stats (null: the plan was not shaped).
+  void note_shaping(const GraphShaping* shaped) {
+    static const GraphShaping unshaped;
+    const GraphShaping& shaping = shaped ? *shaped : unshaped;
     ExecutableStats& s = this->stats();
     s.shape_lanes = shaping.lanes;
     s.edges_shape_added = shaping.edges_added;
@@ -284,8 +292,6 @@ class GraphExecutable final : public CudaExecutable {
   }
 
   ArgumentStore args_;
-  bool programmatic_;  // CompileOptions::programmatic_edges
-  GraphShape shape_;   // CompileOptions::shape
   Instance current_;
   std::unique_ptr<Instance> plain_;  // event mode, one launch in N: the launches not profiled
   cuda::Event switched_;             // orders launches of the two across queues
@@ -315,10 +321,8 @@ std::unique_ptr<ExecutableImpl> traced_by_cupti(const std::shared_ptr<const Plan
                          ": activity records, the GPU's own start and end of each kernel, copy "
                          "and fill";
   try {
-    return std::make_unique<GraphExecutable>(plan, device, stats, plan->arguments,
-                                             TransientBinding(*plan), options.profile_every,
-                                             options.programmatic_edges, options.shape,
-                                             &captures, session);
+    return std::make_unique<GraphExecutable>(plan, device, stats, CudaLowering::of(options),
+                                             StartingValues::of(*plan), &captures, session);
   } catch (const cuda::cupti::Refused& e) {
     why = e.what();
     return nullptr;
@@ -354,12 +358,10 @@ std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> 
     stats.profile_reason = "requested";
   }
   if (asked != ProfileMode::off) stats.profile_mode = ProfileMode::events;
-  ArgumentStore args = plan->arguments;
-  TransientBinding transients(*plan);
+  StartingValues values = StartingValues::of(*plan);
   return std::make_unique<GraphExecutable>(std::move(plan), device, std::move(stats),
-                                           std::move(args), std::move(transients),
-                                           options.profile_every, options.programmatic_edges,
-                                           options.shape, &captures, nullptr);
+                                           CudaLowering::of(options), std::move(values),
+                                           &captures, nullptr);
 }
 
 }  // namespace cmdgraph::detail

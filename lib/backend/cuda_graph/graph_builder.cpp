@@ -175,7 +175,7 @@ BuiltGraph GraphBuilder::build_command(const Plan& root, const Plan& plan, std::
 
 BuiltGraph GraphBuilder::build(const Plan& plan, ArgumentStore& args,
                                TransientBinding& transients, bool bound,
-                               const GraphShaping* shaped) {
+                               std::shared_ptr<const GraphShaping> shaped) {
   BuiltGraph out;
   out_ = &out;
   root_ = &plan;
@@ -184,7 +184,7 @@ BuiltGraph GraphBuilder::build(const Plan& plan, ArgumentStore& args,
   bound_ = bound;
   allocations_.assign(plan.memory.list.size(), nullptr);
   out.root = &plan;
-  out.shaping = shaped ? *shaped : shape_graph(plan, shape_);
+  out.shaping = shaped ? std::move(shaped) : plan.shaping;
   out.graph = cuda::create_graph(cuda::for_executable(plan.buffer_name));
   if (cupti_) out.cupti = std::make_shared<CuptiTiming>();
   cudaGraphNode_t root = nullptr;
@@ -265,11 +265,11 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   const bool programmatic = programmatic_ && !profiled && !plan.programmatic.empty();
   // The top level's edges as shaped, when shaped (a superset in reach of the plan's), in the
   // order of the shaped graph's model.
-  const bool shaped = &plan == root_ && out_->shaping.shaped();
-  const Adjacency& graph_parents = shaped ? out_->shaping.parents : plan.parents;
+  const bool shaped = &plan == root_ && out_->shaping && out_->shaping->shaped();
+  const Adjacency& graph_parents = shaped ? out_->shaping->parents : plan.parents;
   std::vector<std::uint32_t> recording;
   const std::vector<std::uint32_t>& order =
-      shaped ? out_->shaping.order : node_order(plan, recording);
+      shaped ? out_->shaping->order : node_order(plan, recording);
   for (std::uint32_t c : order) {
     deps.clear();
     edges.clear();

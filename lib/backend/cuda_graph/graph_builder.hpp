@@ -56,7 +56,9 @@ struct BuiltGraph {
   HostCallbacks callbacks;             // userData of the host nodes
   std::size_t node_count = 0;          // bodies included
   std::size_t programmatic_edges = 0;  // edges made programmatic, bodies included
-  GraphShaping shaping;                // the top level's lane edges, when shaped
+  // The top level's lane edges (the plan's, or for an update in place the instantiated
+  // graph's); null when the plan was not shaped.
+  std::shared_ptr<const GraphShaping> shaping;
   bool node_priority = false;          // a kernel node has a priority: instantiate with them
   // Profiling: the graph's first event and a start and end event around every command.
   cuda::Event launch_start;
@@ -84,27 +86,36 @@ struct BuiltGraph {
   std::vector<Origin> origins;  // searched only when an error names a node
 };
 
+/// How a GraphBuilder builds.
+struct BuildOptions {
+  int device = 0;
+  HostErrors* errors = nullptr;  // what host nodes report to (null: a graph without them)
+  /// off, events (event nodes) or cupti (BuiltGraph::cupti).
+  ProfileMode timing = ProfileMode::off;
+  /// What capture_all captured; null: captures run as the graph is built, on their own stream.
+  Captures* captures = nullptr;
+  /// The plan's programmatic edges become programmatic graph edges (unless event nodes sit
+  /// between the kernels): CompileOptions::programmatic_edges.
+  bool programmatic = true;
+};
+
 /// Builds graphs of one plan for one device.
 class GraphBuilder {
  public:
-  /// `captures` may be null (captures then run as the graph is built, on their own stream).
-  /// `timing`: off, events (event nodes) or cupti (BuiltGraph::cupti). With `programmatic`,
-  /// the plan's programmatic edges become programmatic graph edges (unless event nodes sit
-  /// between the kernels). `shape`: the lane edges build() gives the top level's nodes.
-  GraphBuilder(int device, HostErrors* errors, ProfileMode timing, Captures* captures = nullptr,
-               bool programmatic = true, GraphShape shape = GraphShape::off())
-      : device_(device), errors_(errors), profile_(timing == ProfileMode::events),
-        cupti_(timing == ProfileMode::cupti), captures_(captures), programmatic_(programmatic),
-        shape_(shape) {}
+  explicit GraphBuilder(const BuildOptions& options)
+      : device_(options.device), errors_(options.errors),
+        profile_(options.timing == ProfileMode::events),
+        cupti_(options.timing == ProfileMode::cupti), captures_(options.captures),
+        programmatic_(options.programmatic) {}
   /// The graph of `plan` with the values of `args` (the executable's own store). Its
   /// transients are memory allocation nodes: as each is made, `transients` binds the transient
   /// where CUDA put it, rewriting the words of `args` that point there, unless `bound` (the
   /// binding already holds an instantiated graph's addresses, for an update in place). Those
   /// never freed are freed after every command. `shaped`: lane edges to keep (an update in
-  /// place keeps the instantiated graph's, which costs given since must not change), else the
-  /// top level is shaped as the builder's `shape` asks.
+  /// place keeps the instantiated graph's, which costs given since must not change), else
+  /// the plan's.
   BuiltGraph build(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
-                   bool bound = false, const GraphShaping* shaped = nullptr);
+                   bool bound = false, std::shared_ptr<const GraphShaping> shaped = nullptr);
   /// A graph of command `c` of `plan` alone (a part of executable `root`, which names it),
   /// with the values of `args`: how the streams backend runs a conditional command. Its one
   /// top-level node is nodes[0]; profiling adds no event nodes.
@@ -162,7 +173,6 @@ class GraphBuilder {
   bool cupti_;    // CUPTI records
   Captures* captures_;
   bool programmatic_;
-  GraphShape shape_;
   std::uint32_t owner_ = no_timed;      // the executed buffer being built (CUPTI)
   std::uint32_t fold_into_ = no_timed;  // the conditional whose body is being built (CUPTI)
   BuiltGraph* out_ = nullptr;  // the graph being built

@@ -15,18 +15,16 @@
 
 namespace cmdgraph::detail {
 Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
-                     int device, ProfileMode timing, cuda::cupti::Session* tracing,
-                     bool programmatic, GraphShape shape,
-                     Captures* captures, double* instantiate_ms,
-                     std::shared_ptr<HostErrors> errors) {
+                     InstanceOptions options) {
+  const int device = options.build.device;
   const cuda::ScopedDevice on(device);
   const cuda::Served served = cuda::for_executable(plan.buffer_name);
   Instance in;
-  in.host_errors = errors ? std::move(errors)
-                          : std::make_shared<HostErrors>(
-                                std::max<std::uint32_t>(1, count_host_tasks(plan)));
-  GraphBuilder builder(device, in.host_errors.get(), timing, captures, programmatic, shape);
-  in.built = builder.build(plan, args, transients);
+  in.host_errors = options.errors ? std::move(options.errors)
+                                  : std::make_shared<HostErrors>(
+                                        std::max<std::uint32_t>(1, count_host_tasks(plan)));
+  options.build.errors = in.host_errors.get();
+  in.built = GraphBuilder(options.build).build(plan, args, transients);
   std::vector<std::uint64_t> ids;
   if (in.built.cupti) ids = node_ids(*in.built.cupti, served);
 
@@ -35,7 +33,7 @@ Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& tr
   // traced launches do (enqueue_traced).
   std::optional<cuda::cupti::Session::Collecting> collecting;
   if (in.built.cupti) {
-    collecting.emplace(*tracing, in.built.cupti->work);
+    collecting.emplace(*options.tracing, in.built.cupti->work);
     if (!collecting->error().empty()) {
       throw cuda::cupti::Refused(errc::cuda_error,
                                  "CUPTI refused to collect activity records for executable '" +
@@ -57,7 +55,7 @@ Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& tr
   in.uploaded = cuda::create_event(device, false, served);
   cuda::record_event(in.uploaded.get(), stream.get(), served);
   in.upload = std::move(stream);
-  if (instantiate_ms) *instantiate_ms = ms_since(start);
+  if (options.instantiate_ms) *options.instantiate_ms = ms_since(start);
 
   in.context = launch_context(plan, device, in.host_errors, std::make_shared<EventPool>(device));
   return in;

@@ -22,17 +22,22 @@ struct Instance {
   cuda::Event uploaded;
 };
 
-/// Builds and instantiates `plan` with `args` on `device`, profiled as `timing` says, and starts
-/// uploading it, so the first launch pays no upload on the host and compile() does not wait for
-/// the device. `tracing`: CUPTI's session when `timing` is cupti (else null). `transients`
-/// binds the transients where the graph's allocation nodes put them, rewriting `args`.
-/// `programmatic`: lower programmatic edges as such; `shape`: the lane edges to add. `errors`:
-/// another instance's host errors to share (its launches count as ours).
+/// How an instantiation is made: as `build` builds (its `errors` ignored: the instance makes
+/// its own, or shares `errors`), traced through `tracing` (CUPTI's session, when
+/// build.timing is cupti), timed into `instantiate_ms` when not null.
+struct InstanceOptions {
+  BuildOptions build;
+  cuda::cupti::Session* tracing = nullptr;
+  std::shared_ptr<HostErrors> errors;  // another instance's, to share: its launches count as ours
+  double* instantiate_ms = nullptr;
+};
+
+/// Builds and instantiates `plan` with `args` as `options` say, and starts uploading it, so
+/// the first launch pays no upload on the host and compile() does not wait for the device.
+/// `transients` binds the transients where the graph's allocation nodes put them, rewriting
+/// `args`.
 Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
-                     int device, ProfileMode timing, cuda::cupti::Session* tracing,
-                     bool programmatic, GraphShape shape,
-                     Captures* captures, double* instantiate_ms,
-                     std::shared_ptr<HostErrors> errors = nullptr);
+                     InstanceOptions options);
 
 /// Why an instantiated graph's allocation nodes cannot serve `now`'s transients (one differs
 /// in size from `before`'s); empty when they can.

@@ -7,6 +7,13 @@
 
 namespace cmdgraph::detail {
 
+CudaExecutable::CudaExecutable(std::shared_ptr<const Plan> plan, Device device,
+                               ExecutableStats stats, const CudaLowering& lowering)
+    : ExecutableImpl(std::move(plan), device, std::move(stats), lowering.profile_every),
+      lowering_(lowering) {
+  this->stats().commands_prioritised = count_prioritised(this->plan());
+}
+
 void CudaExecutable::wait_for_launches() noexcept {
   if (auto queue = last_queue_.lock()) queue->synchronize_quietly();
 }

@@ -16,11 +16,31 @@
 
 namespace cmdgraph::detail {
 
+/// How a CUDA backend lowers a plan: what it takes of CompileOptions.
+struct CudaLowering {
+  unsigned profile_every = 1;  ///< one launch in N is profiled
+  bool programmatic = true;    ///< programmatic edges lowered as such (programmatic_edges)
+  unsigned max_streams = 0;    ///< the streams backend's lanes at most (0: its own choice)
+
+  static CudaLowering of(const CompileOptions& options) noexcept {
+    return {options.profile_every, options.programmatic_edges, options.max_streams};
+  }
+};
+
+/// The values a CUDA executable starts from: its plan's when compiled, its source's (with
+/// their updates) when cloned; and which of their words point into transients.
+struct StartingValues {
+  ArgumentStore args;
+  TransientBinding transients;
+
+  static StartingValues of(const Plan& plan) { return {plan.arguments, TransientBinding(plan)}; }
+};
+
 class CudaExecutable : public ExecutableImpl {
  public:
+  /// Counts the plan's prioritised commands into `stats`.
   CudaExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
-                 unsigned profile_every)
-      : ExecutableImpl(std::move(plan), device, std::move(stats), profile_every) {}
+                 const CudaLowering& lowering);
   ~CudaExecutable() override { wait_for_launches(); }
 
   Fence launch(const std::shared_ptr<QueueState>& queue, const SubmitInfo& info) final;
@@ -49,6 +69,7 @@ class CudaExecutable : public ExecutableImpl {
   void wait_for_launches() noexcept;
 
   int ordinal() const noexcept { return device().ordinal(); }
+  const CudaLowering& lowering() const noexcept { return lowering_; }
   std::mutex& mutex() const noexcept { return mutex_; }
   /// Under mutex(): launches through the current context (during enqueue, the number of the
   /// one being enqueued, as its host tasks count it).
@@ -62,6 +83,7 @@ class CudaExecutable : public ExecutableImpl {
   std::chrono::steady_clock::time_point last_enqueued() const noexcept { return last_enqueued_; }
 
  private:
+  CudaLowering lowering_;
   mutable std::mutex mutex_;
   std::shared_ptr<const LaunchContext> context_;
   std::weak_ptr<QueueState> last_queue_;

@@ -23,15 +23,11 @@ namespace {
 
 class StreamsExecutable final : public CudaExecutable {
  public:
-  /// `transients`: the words of `args` pointing into transients (the plan's, or a clone's
-  /// source's with its updates).
-  StreamsExecutable(std::shared_ptr<const Plan> plan, Device device, unsigned max_streams,
-                    unsigned profile_every, bool programmatic, ExecutableStats stats,
-                    ArgumentStore args, TransientBinding transients)
-      : CudaExecutable(plan, device, std::move(stats), profile_every), max_streams_(max_streams),
-        programmatic_(programmatic) {
+  StreamsExecutable(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
+                    const CudaLowering& lowering, StartingValues values)
+      : CudaExecutable(plan, device, std::move(stats), lowering) {
     const cuda::ScopedDevice on(device.ordinal());
-    adopt(std::move(plan), std::move(args), std::move(transients));
+    adopt(std::move(plan), std::move(values.args), std::move(values.transients));
     fork_ = cuda::create_event(device.ordinal(), false);
     done_ = cuda::create_event(device.ordinal(), false);
     auto& s = this->stats();
@@ -41,7 +37,6 @@ class StreamsExecutable final : public CudaExecutable {
     s.event_waits = schedule_.wait_count();
     s.cross_stream_edges = schedule_.cross_edges;
     s.edges_programmatic = programmatic_edges_;
-    s.commands_prioritised = count_prioritised(this->plan());
     s.conditional_graphs = static_cast<std::size_t>(
         std::count_if(tasks_.begin(), tasks_.end(), [](const StreamTask& t) { return t.graph; }));
   }
@@ -49,9 +44,9 @@ class StreamsExecutable final : public CudaExecutable {
 
   std::unique_ptr<ExecutableImpl> clone() const override {
     // An arena of its own, the values pointing there.
-    return std::make_unique<StreamsExecutable>(shared_plan(), device(), max_streams_,
-                                               profile_every(), programmatic_, stats_for_clone(),
-                                               *arguments_, transients_);
+    return std::make_unique<StreamsExecutable>(shared_plan(), device(), stats_for_clone(),
+                                               lowering(),
+                                               StartingValues{*arguments_, transients_});
   }
 
   std::vector<unsigned> command_lanes() const override {
@@ -166,7 +161,7 @@ class StreamsExecutable final : public CudaExecutable {
                     TransientBinding transients, const UpdateOptions* in_place = nullptr) {
     const int device = ordinal();
     FlatPlan flat = flatten(*plan);
-    LaneSchedule schedule = assign_lanes(flat, max_streams_, lane_classes(flat, device));
+    LaneSchedule schedule = assign_lanes(flat, lowering().max_streams, lane_classes(flat, device));
     auto errors = std::make_shared<HostErrors>(std::max<std::uint32_t>(1, count_host_tasks(*plan)));
     auto callbacks = std::make_shared<HostCallbacks>();
     auto arguments = std::make_unique<ArgumentStore>(std::move(args));
@@ -180,7 +175,7 @@ class StreamsExecutable final : public CudaExecutable {
         prepare_tasks(flat, *plan, *arguments, device, *callbacks, errors.get());
     // Profiling records events between tasks: programmatic launches need none between.
     const std::size_t programmatic =
-        programmatic_ && !profiling() ? set_programmatic(tasks, flat, schedule) : 0;
+        lowering().programmatic && !profiling() ? set_programmatic(tasks, flat, schedule) : 0;
     std::vector<cuda::Event> events(flat.tasks.size());
     for (std::size_t t = 0; t < flat.tasks.size(); ++t) {
       if (schedule.records[t]) events[t] = cuda::create_event(device, false);
@@ -231,7 +226,7 @@ class StreamsExecutable final : public CudaExecutable {
   // afresh, if one was.
   std::string attach_graphs(std::vector<StreamTask>& tasks, const Plan& root,
                             const UpdateOptions* in_place) {
-    GraphBuilder builder(ordinal(), nullptr, ProfileMode::off);
+    GraphBuilder builder({.device = ordinal()});
     struct Taken {
       ConditionalGraph* graph;
       BuiltGraph fresh;
@@ -341,8 +336,6 @@ class StreamsExecutable final : public CudaExecutable {
     std::vector<std::shared_ptr<ConditionalGraph>> graphs;
   };
 
-  unsigned max_streams_;
-  bool programmatic_;                  // CompileOptions::programmatic_edges
   std::size_t programmatic_edges_ = 0;  // lowered as programmatic launches
   StreamProfiling profiling_;
   std::unique_ptr<ArgumentStore> arguments_;  // on the heap: tasks point into it
@@ -369,12 +362,9 @@ std::unique_ptr<ExecutableImpl> lower_to_streams(std::shared_ptr<const Plan> pla
                                                  const CompileOptions& options,
                                                  ExecutableStats stats) {
   check_runs_on_device(*plan, device.ordinal());
-  ArgumentStore args = plan->arguments;
-  TransientBinding transients(*plan);
-  return std::make_unique<StreamsExecutable>(std::move(plan), device, options.max_streams,
-                                             options.profile_every, options.programmatic_edges,
-                                             std::move(stats), std::move(args),
-                                             std::move(transients));
+  StartingValues values = StartingValues::of(*plan);
+  return std::make_unique<StreamsExecutable>(std::move(plan), device, std::move(stats),
+                                             CudaLowering::of(options), std::move(values));
 }
 
 }  // namespace cmdgraph::detail
