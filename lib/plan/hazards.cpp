@@ -150,7 +150,7 @@ void collect_access(Plan& plan, std::span<const DeclaredAccess> declared, Hazard
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     const std::size_t begin = access.size();
     for (; next != declared.end() && next->command == c; ++next) access.push_back(next->access);
-    add_implied_access(plan.payload(c), plan.arguments, access);
+    add_implied_access(plan.payload(c), plan.arguments(), access);
     add_transient_access(plan, c, access, begin);
     for (const auto& body : plan.bodies_of(c)) {
       access.insert(access.end(), body->access.begin(), body->access.end());

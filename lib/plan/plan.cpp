@@ -102,7 +102,7 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   plan->recording_id = rec.id();
   plan->buffer_name = rec.name();
   plan->commands = rec.commands();
-  plan->arguments = rec.arguments();
+  plan->values = rec.shared_arguments();
   plan->labels = rec.labels();
   const std::size_t n = plan->commands.size();
 

@@ -30,7 +30,10 @@ struct Plan {
   std::uint64_t recording_id = 0;       // the recording it was built from (handles name it)
   std::string buffer_name;              // the command buffer's name
   std::vector<CommandRecord> commands;  // in recording order, every one named
-  ArgumentStore arguments;              // the recorded values; executables copy their own
+  // The recorded values, shared with the recording (which copies before recording more) and
+  // with executables until they write (backend/executable_values.hpp).
+  std::shared_ptr<const ArgumentStore> values;
+  const ArgumentStore& arguments() const noexcept { return *values; }
   std::vector<Edge> edges;              // the distinct recorded edges, before reduction
   std::vector<std::uint32_t> order;     // a topological order of command indices
   std::vector<std::uint32_t> position;  // position[c]: index of c in `order`

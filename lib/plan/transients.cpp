@@ -138,7 +138,7 @@ void collect_transients(Plan& plan, bool body) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     const auto [first, end] = slots_of(plan, c);
     for (ArgumentStore::Slot s = first; s < end; ++s) {
-      for_each_word(plan.arguments.data(s), plan.arguments.size(s),
+      for_each_word(plan.arguments().data(s), plan.arguments().size(s),
                     [&](std::uint32_t at, std::uintptr_t word) {
                       if (!live.find(word)) return;
                       const std::uint32_t t = m.find(word);

@@ -84,14 +84,15 @@ void Recording::require_nestable(CommandKind kind,
 void Recording::refuse_foreign_transients(CommandKind kind) {
   const ArgumentStore::Slot first = commands_.empty() ? 0 : commands_.back().slots_end;
   if (!any_live_transients()) return;
-  for (ArgumentStore::Slot s = first; s < arguments_.slot_count(); ++s) {
+  const ArgumentStore& values = *arguments_;
+  for (ArgumentStore::Slot s = first; s < values.slot_count(); ++s) {
     bool foreign = false;
-    for_each_word(arguments_.data(s), arguments_.size(s), [&](std::uint32_t, std::uintptr_t w) {
+    for_each_word(values.data(s), values.size(s), [&](std::uint32_t, std::uintptr_t w) {
       const std::uint64_t owner = transient_owner(w);
       foreign = foreign || (owner != 0 && owner != id_);
     });
     if (!foreign) continue;
-    arguments_.truncate(first);  // the refused command leaves nothing behind
+    arguments().truncate(first);  // the refused command leaves nothing behind
     const std::string name = next_name(kind);
     throw Error(errc::foreign_handle,
                 "command buffer " + in_quotes(name_) + ": " + name +
@@ -118,7 +119,7 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   reserve_edges(1);
   const bool allocates = allocated(payload) != nullptr;
   commands_.push_back({std::move(payload), std::move(name), {},
-                       static_cast<ArgumentStore::Slot>(arguments_.slot_count())});
+                       static_cast<ArgumentStore::Slot>(arguments_->slot_count())});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
   allocations_ += allocates;
   depth_ = depth;
@@ -131,7 +132,7 @@ CommandRef Recording::add_barrier() {
   const auto index = static_cast<std::uint32_t>(commands_.size());
   reserve_edges((index - segment_begin_) + 1);
   commands_.push_back({BarrierPayload{}, next_name(BarrierPayload::traits.kind), {},
-                       static_cast<ArgumentStore::Slot>(arguments_.slot_count())});
+                       static_cast<ArgumentStore::Slot>(arguments_->slot_count())});
   ++expanded_;
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
   for (std::uint32_t i = segment_begin_; i < index; ++i) edges_.push_back({i, index});

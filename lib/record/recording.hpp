@@ -110,8 +110,14 @@ class Recording {
   const std::vector<Edge>& edges() const noexcept { return edges_; }
   /// Edges recorded as EdgeKind::programmatic; duplicates possible.
   const std::vector<Edge>& programmatic_edges() const noexcept { return programmatic_edges_; }
-  const ArgumentStore& arguments() const noexcept { return arguments_; }
-  ArgumentStore& arguments() noexcept { return arguments_; }
+  const ArgumentStore& arguments() const noexcept { return *arguments_; }
+  /// The values to record into: copied first while a plan shares them (copy on write).
+  ArgumentStore& arguments() {
+    if (arguments_.use_count() > 1) arguments_ = std::make_shared<ArgumentStore>(*arguments_);
+    return *arguments_;
+  }
+  /// The values as recorded so far, for a plan to share.
+  std::shared_ptr<const ArgumentStore> shared_arguments() const noexcept { return arguments_; }
 
   /// Throws Error(wrong_state) when sealed, naming the buffer and what was attempted.
   void require_open(const char* action) const;
@@ -155,7 +161,7 @@ class Recording {
   std::shared_ptr<LabelStore> labels_;
   std::vector<Edge> edges_;
   std::vector<Edge> programmatic_edges_;
-  ArgumentStore arguments_;
+  std::shared_ptr<ArgumentStore> arguments_ = std::make_shared<ArgumentStore>();
   std::optional<std::uint32_t> last_barrier_;
   std::uint32_t segment_begin_ = 0;  // first command after the last barrier
   std::uint32_t depth_ = 0;

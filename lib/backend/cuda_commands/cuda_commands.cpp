@@ -62,12 +62,12 @@ class Check {
     }
   }
   void operator()(const CopyPayload& p) const {
-    const auto& copy = plan_.arguments.get<CopySpec>(p.spec);
+    const auto& copy = plan_.arguments().get<CopySpec>(p.spec);
     memory(copy.dst, true);
     memory(copy.src, true);
   }
   void operator()(const FillPayload& p) const {
-    memory(plan_.arguments.get<FillSpec>(p.spec).dst, false);
+    memory(plan_.arguments().get<FillSpec>(p.spec).dst, false);
   }
   void operator()(const HostPayload&) const {}
   void operator()(const EventRecordPayload& p) const { event(*p.event, false); }
@@ -79,7 +79,7 @@ class Check {
   void operator()(const IfPayload& p) const { conditional(p.condition); }
   void operator()(const CollectivePayload& p) const {
     if (const auto refusal = collective_refusal(p, device_)) refuse(refusal->code, refusal->why);
-    for (const MemoryRange& r : collective_memory(p, plan_.arguments)) memory(r, false);
+    for (const MemoryRange& r : collective_memory(p, plan_.arguments())) memory(r, false);
   }
   // Recorded only at the top of the buffer compiled (the recording refuses them in bodies).
   void operator()(const AllocPayload&) const {}

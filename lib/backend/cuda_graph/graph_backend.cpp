@@ -65,12 +65,12 @@ class GraphExecutable final : public CudaExecutable {
     cuda::write_graph_dot(current_.built.graph.get(), path);
   }
 
-  ArgumentStore& arguments_for_update() override { return args_; }
+  ArgumentStore& arguments_for_update() override { return args_.writable(); }
 
   void apply_update(std::uint32_t c) override {
     const cuda::ScopedDevice on(ordinal());
     for (Instance* in : instances()) {
-      cuda::Graph captured = GraphBuilder::update_node(plan(), c, args_, ordinal(),
+      cuda::Graph captured = GraphBuilder::update_node(plan(), c, args_.read(), ordinal(),
                                                        in->exec.get(), in->built.nodes[c]);
       if (captured) keep_recaptured(*in, c, std::move(captured));
     }
@@ -177,7 +177,7 @@ class GraphExecutable final : public CudaExecutable {
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
                     const UpdateOptions& options) override {
-    ArgumentStore args = plan->arguments;
+    ExecutableValues args(plan->values);
     if (difference) return rebuild(std::move(plan), std::move(args), difference.what);
     if (!plan->memory.list.empty()) {
       // Every graph built places its memory nodes' allocations anew, and a node may not reach
@@ -188,11 +188,7 @@ class GraphExecutable final : public CudaExecutable {
       return rebuild(std::move(plan), std::move(args), why);
     }
     const cuda::ScopedDevice on(ordinal());
-    // The new values reach the transients where the instantiated graph has them.
-    TransientBinding transients(*plan);
-    for (std::uint32_t t = 0; t < plan->memory.list.size(); ++t) {
-      transients.bind(t, transients_.address(t), args);
-    }
+    TransientBinding transients;  // none: a plan with transients was rebuilt above
     std::vector<BuiltGraph> fresh;
     if (auto why = update_instances(*plan, args, transients, options, fresh)) {
       return rebuild(std::move(plan), std::move(args), std::move(*why));
@@ -206,7 +202,7 @@ class GraphExecutable final : public CudaExecutable {
 
   // Builds `plan` anew for every instance and has CUDA update the instance from it; why CUDA
   // refused when a rebuild may follow (else it throws the refusal).
-  std::optional<std::string> update_instances(const Plan& plan, ArgumentStore& args,
+  std::optional<std::string> update_instances(const Plan& plan, ExecutableValues& args,
                                               TransientBinding& transients,
                                               const UpdateOptions& options,
                                               std::vector<BuiltGraph>& fresh) {
@@ -261,7 +257,8 @@ class GraphExecutable final : public CudaExecutable {
     }
   }
 
-  UpdateResult rebuild(std::shared_ptr<const Plan> plan, ArgumentStore args, std::string why) {
+  UpdateResult rebuild(std::shared_ptr<const Plan> plan, ExecutableValues args,
+                       std::string why) {
     TransientBinding transients(*plan);
     Instance fresh = instantiate(*plan, args, transients, instance_options(mode(), nullptr));
     std::unique_ptr<Instance> fresh_plain;
@@ -291,7 +288,7 @@ class GraphExecutable final : public CudaExecutable {
     s.shape_reason = shaping.reason;
   }
 
-  ArgumentStore args_;
+  ExecutableValues args_;
   Instance current_;
   std::unique_ptr<Instance> plain_;  // event mode, one launch in N: the launches not profiled
   cuda::Event switched_;             // orders launches of the two across queues

@@ -92,7 +92,7 @@ class GraphBuilder::Site final : public GraphSite {
     }
     std::vector<cudaGraphNode_t> nodes;
     cuda::Graph child = cuda::create_graph(name_);
-    after_ = builder_.add_nodes(body, body.arguments, child.get(), nodes, nullptr,
+    after_ = builder_.add_nodes(body, body.arguments(), child.get(), nodes, nullptr,
                                 builder_.profile_, before_, priority_);
     // The child is cloned into the node; ours is destroyed when this returns.
     return builder_.add_child(graph_, deps_, child.get(), name_);
@@ -173,12 +173,15 @@ BuiltGraph GraphBuilder::build_command(const Plan& root, const Plan& plan, std::
   return out;
 }
 
-BuiltGraph GraphBuilder::build(const Plan& plan, ArgumentStore& args,
+BuiltGraph GraphBuilder::build(const Plan& plan, ExecutableValues& args,
                                TransientBinding& transients, bool bound,
                                std::shared_ptr<const GraphShaping> shaped) {
   BuiltGraph out;
   out_ = &out;
   root_ = &plan;
+  // Binding transients writes their addresses into the values: take a copy of our own first,
+  // so every node reads the one store.
+  if (!bound && !plan.memory.list.empty()) args.writable();
   args_ = &args;
   transients_ = &transients;
   bound_ = bound;
@@ -194,7 +197,7 @@ BuiltGraph GraphBuilder::build(const Plan& plan, ArgumentStore& args,
     spec.params.eventRecord.event = out.launch_start.get();
     root = cuda::add_node(out.graph.get(), {}, spec, cuda::for_executable(plan.buffer_name));
   }
-  add_nodes(plan, args, out.graph.get(), out.nodes, root, profile_, nullptr);
+  add_nodes(plan, args.read(), out.graph.get(), out.nodes, root, profile_, nullptr);
   free_the_rest(plan);
   out_ = nullptr;
   return out;
@@ -204,7 +207,7 @@ void GraphBuilder::allocated(std::uint32_t c, void* address) {
   const std::uint32_t t = root_->memory.allocated_by(c);
   allocations_[t] = address;
   // In topological order: every node reaching the transient comes after this one.
-  if (!bound_) transients_->bind(t, address, *args_);
+  if (!bound_) transients_->bind(t, address, args_->writable());
 }
 
 void* GraphBuilder::to_free(std::uint32_t c) const {
@@ -356,7 +359,7 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
     const Plan& body = *bodies[b];
     cudaGraph_t body_graph = conditional.params.conditional.phGraph_out[b];
     std::vector<cudaGraphNode_t> body_nodes;
-    add_nodes(body, body.arguments, body_graph, body_nodes, nullptr, false, nullptr, priority);
+    add_nodes(body, body.arguments(), body_graph, body_nodes, nullptr, false, nullptr, priority);
     if (type != cudaGraphCondTypeWhile) {
       // An empty body (a case that does nothing) gets one empty node: CUDA's documentation
       // does not say that a body graph may have none.

@@ -11,6 +11,7 @@
 #include "backend/cuda_commands/host_callbacks.hpp"
 #include "backend/cuda_launch/cupti_timing.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
+#include "backend/executable_values.hpp"
 #include "backend/transient_binding.hpp"
 #include "cuda/handles.hpp"
 #include "plan/plan.hpp"
@@ -114,7 +115,7 @@ class GraphBuilder {
   /// never freed are freed after every command. `shaped`: lane edges to keep (an update in
   /// place keeps the instantiated graph's, which costs given since must not change), else
   /// the plan's.
-  BuiltGraph build(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
+  BuiltGraph build(const Plan& plan, ExecutableValues& args, TransientBinding& transients,
                    bool bound = false, std::shared_ptr<const GraphShaping> shaped = nullptr);
   /// A graph of command `c` of `plan` alone (a part of executable `root`, which names it),
   /// with the values of `args`: how the streams backend runs a conditional command. Its one
@@ -179,7 +180,7 @@ class GraphBuilder {
   const Plan* root_ = nullptr;
   cuda::Stream capture_stream_;  // made when a capture runs during the build
   // Transients of the graph being built: where the arguments point, where its nodes put them.
-  ArgumentStore* args_ = nullptr;
+  ExecutableValues* args_ = nullptr;
   TransientBinding* transients_ = nullptr;
   bool bound_ = false;
   std::vector<void*> allocations_;  // per transient, as this graph's allocation nodes returned

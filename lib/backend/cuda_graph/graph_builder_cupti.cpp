@@ -91,7 +91,7 @@ cudaGraphNode_t GraphBuilder::inline_body(const Plan& body, cudaGraph_t graph,
   const cudaGraphNode_t entry = cuda::add_node(graph, deps, empty, served);
   std::vector<cudaGraphNode_t> nodes;
   const std::uint32_t owner = std::exchange(owner_, timed);
-  after = add_nodes(body, body.arguments, graph, nodes, entry, false, before, priority);
+  after = add_nodes(body, body.arguments(), graph, nodes, entry, false, before, priority);
   owner_ = owner;
   std::vector<cudaGraphNode_t> sinks;
   for (std::uint32_t k = 0; k < body.size(); ++k) {

@@ -14,7 +14,7 @@
 #include <vector>
 
 namespace cmdgraph::detail {
-Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
+Instance instantiate(const Plan& plan, ExecutableValues& args, TransientBinding& transients,
                      InstanceOptions options) {
   const int device = options.build.device;
   const cuda::ScopedDevice on(device);

@@ -36,7 +36,7 @@ struct InstanceOptions {
 /// the first launch pays no upload on the host and compile() does not wait for the device.
 /// `transients` binds the transients where the graph's allocation nodes put them, rewriting
 /// `args`.
-Instance instantiate(const Plan& plan, ArgumentStore& args, TransientBinding& transients,
+Instance instantiate(const Plan& plan, ExecutableValues& args, TransientBinding& transients,
                      InstanceOptions options);
 
 /// Why an instantiated graph's allocation nodes cannot serve `now`'s transients (one differs

@@ -6,6 +6,7 @@
 
 #include "backend/cuda_launch/launch_fence.hpp"
 #include "backend/executable_impl.hpp"
+#include "backend/executable_values.hpp"
 #include "sync/cuda_queue.hpp"
 
 #include <chrono>
@@ -30,10 +31,12 @@ struct CudaLowering {
 /// The values a CUDA executable starts from: its plan's when compiled, its source's (with
 /// their updates) when cloned; and which of their words point into transients.
 struct StartingValues {
-  ArgumentStore args;
+  ExecutableValues args;
   TransientBinding transients;
 
-  static StartingValues of(const Plan& plan) { return {plan.arguments, TransientBinding(plan)}; }
+  static StartingValues of(const Plan& plan) {
+    return {ExecutableValues(plan.values), TransientBinding(plan)};
+  }
 };
 
 class CudaExecutable : public ExecutableImpl {

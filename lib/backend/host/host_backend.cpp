@@ -3,6 +3,7 @@
 
 #include "backend/host/host_commands.hpp"
 #include "backend/host/host_launch.hpp"
+#include "backend/executable_values.hpp"
 #include "sync/access.hpp"
 #include "sync/event_state.hpp"
 #include "sync/semaphore_state.hpp"
@@ -24,7 +25,7 @@ namespace {
 
 void check_runs_on_host(const Plan& plan, const Plan& root) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (const HostRefusal refusal = host_refusal(plan.payload(c), plan.arguments)) {
+    if (const HostRefusal refusal = host_refusal(plan.payload(c), plan.arguments())) {
       refuse(plan, c, root, refusal);
     }
     for (const auto& body : plan.bodies_of(c)) check_runs_on_host(*body, root);
@@ -132,13 +133,6 @@ std::shared_ptr<void> host_arena(const Plan& plan) {
           [](void* p) { deallocate(MemorySpace::host, -1, p); }};
 }
 
-// An argument store that keeps `arena` alive as long as a launch holds the store: its words
-// point there.
-std::shared_ptr<ArgumentStore> store_over(ArgumentStore values, std::shared_ptr<void> arena) {
-  auto store = std::make_unique<ArgumentStore>(std::move(values));
-  return {store.release(), [arena = std::move(arena)](ArgumentStore* s) { delete s; }};
-}
-
 class HostExecutable final : public ExecutableImpl {
  public:
   HostExecutable(std::shared_ptr<const HostProgram> program, ExecutableStats stats,
@@ -146,7 +140,7 @@ class HostExecutable final : public ExecutableImpl {
       : ExecutableImpl(program->plan, Device::host(), std::move(stats), profile_every),
         program_(std::move(program)),
         profile_(profiling() ? std::make_shared<HostProfileStore>() : nullptr) {
-    place_transients(*program_->plan, program_->plan->arguments, TransientBinding(*program_->plan));
+    place_transients(*program_->plan, program_->plan->values, TransientBinding(*program_->plan));
   }
 
   ~HostExecutable() override {
@@ -168,7 +162,7 @@ class HostExecutable final : public ExecutableImpl {
     std::shared_ptr<FenceState> previous = last_;
     EventGenerations generations = submit_events(program_->flat);
     const LaunchNumber number = number_launch();
-    lane.submit([program = program_, arguments = std::shared_ptr<const ArgumentStore>(arguments_),
+    lane.submit([program = program_, arguments = arguments_.shared(),
                  generations = std::move(generations), fence, previous, info,
                  profile = number.profiled ? profile_ : nullptr,
                  index = number.index](HostQueue::Done done) mutable {
@@ -183,15 +177,14 @@ class HostExecutable final : public ExecutableImpl {
     auto copy = std::make_unique<HostExecutable>(program_, stats_for_clone(), profile_every());
     std::lock_guard lock(mutex_);
     // Its own arena, with the values (updates included) pointing there.
-    copy->place_transients(*program_->plan, *arguments_, transients_);
+    copy->place_transients(*program_->plan, arguments_.shared(), transients_);
     return copy;
   }
 
   ArgumentStore& arguments_for_update() override {
     // Copy on write: launches in flight hold the store they started with.
     std::lock_guard lock(mutex_);
-    if (arguments_.use_count() > 1) arguments_ = store_over(*arguments_, arena_);
-    return *arguments_;
+    return arguments_.writable();
   }
 
   void apply_update(std::uint32_t) override {}  // launches read the arguments when they run
@@ -208,7 +201,7 @@ class HostExecutable final : public ExecutableImpl {
     auto program = make_program(plan);
     std::lock_guard lock(mutex_);
     // A fresh arena: launches in flight keep the old one through the stores they hold.
-    place_transients(*plan, plan->arguments, TransientBinding(*plan));
+    place_transients(*plan, plan->values, TransientBinding(*plan));
     program_ = std::move(program);
     replace_plan(std::move(plan));
     return {static_cast<bool>(difference), difference.what};
@@ -225,11 +218,14 @@ class HostExecutable final : public ExecutableImpl {
     return profile_->last;
   }
 
-  // Takes `values` (of `plan`) with their transients placed in a fresh arena by `binding`.
-  void place_transients(const Plan& plan, const ArgumentStore& values, TransientBinding binding) {
+  // Takes `values` (of `plan`) with their transients placed in a fresh arena by `binding`:
+  // shared while there are none, else a copy whose words point into the arena (and which
+  // keeps it alive while a launch holds it).
+  void place_transients(const Plan& plan, std::shared_ptr<const ArgumentStore> values,
+                        TransientBinding binding) {
     std::shared_ptr<void> arena = host_arena(plan);
-    std::shared_ptr<ArgumentStore> arguments = store_over(values, arena);
-    if (arena) binding.bind_arena(plan, arena.get(), *arguments);
+    ExecutableValues arguments(std::move(values), arena);
+    if (arena) binding.bind_arena(plan, arena.get(), arguments.writable());
     arena_ = std::move(arena);
     arguments_ = std::move(arguments);
     transients_ = std::move(binding);
@@ -238,7 +234,7 @@ class HostExecutable final : public ExecutableImpl {
   std::shared_ptr<const HostProgram> program_;
   mutable std::mutex mutex_;
   std::shared_ptr<void> arena_;  // the transients' memory, if any
-  std::shared_ptr<ArgumentStore> arguments_;
+  ExecutableValues arguments_{nullptr};
   std::shared_ptr<HostProfileStore> profile_;
   std::shared_ptr<FenceState> last_;
 };

@@ -91,7 +91,7 @@ void HostLaunch::run(std::uint32_t task) {
 const ArgumentStore& HostLaunch::arguments_of(const FlatTask& task) const {
   // The root plan's arguments are this executable's own (update() changes them); nested
   // buffers keep the arguments they were recorded with.
-  return task.plan == program_->plan.get() ? *arguments_ : task.plan->arguments;
+  return task.plan == program_->plan.get() ? *arguments_ : task.plan->arguments();
 }
 
 HostOutcome HostLaunch::execute(std::uint32_t task) {
@@ -189,7 +189,7 @@ void HostLaunch::start_pass(std::uint32_t task, std::uint32_t body, const Condit
     const std::shared_ptr<const HostProgram>& program = program_->bodies[task][body];
     const std::shared_ptr<const Plan>& plan = program->plan;
     auto pass = std::make_shared<HostLaunch>(
-        program, std::shared_ptr<const ArgumentStore>(plan, &plan->arguments), EventGenerations{},
+        program, plan->values, EventGenerations{},
         [self = shared_from_this(), task, &condition, branching](std::exception_ptr error) {
           self->after_pass(task, condition, branching, std::move(error));
         },

@@ -34,7 +34,7 @@ std::vector<StreamTask> prepare_tasks(const FlatPlan& flat, const Plan& root,
     parents.clear();
     for (std::uint32_t p : flat.parents[i]) parents.push_back(after[p]);
     after[i] = merged(parents);
-    StreamTask s{&t, t.plan == &root ? &root_args : &t.plan->arguments, {}, {}, nullptr, {}, {}};
+    StreamTask s{&t, t.plan == &root ? &root_args : &t.plan->arguments(), {}, {}, nullptr, {}, {}};
     if (!t.is_join()) {
       s.name = command_label(*t.plan, t.command, root);
       const Payload& payload = t.plan->payload(t.command);

@@ -27,7 +27,7 @@ class StreamsExecutable final : public CudaExecutable {
                     const CudaLowering& lowering, StartingValues values)
       : CudaExecutable(plan, device, std::move(stats), lowering) {
     const cuda::ScopedDevice on(device.ordinal());
-    adopt(std::move(plan), std::move(values.args), std::move(values.transients));
+    adopt(std::move(plan), values.args.read(), std::move(values.transients));
     fork_ = cuda::create_event(device.ordinal(), false);
     done_ = cuda::create_event(device.ordinal(), false);
     auto& s = this->stats();
@@ -46,7 +46,8 @@ class StreamsExecutable final : public CudaExecutable {
     // An arena of its own, the values pointing there.
     return std::make_unique<StreamsExecutable>(shared_plan(), device(), stats_for_clone(),
                                                lowering(),
-                                               StartingValues{*arguments_, transients_});
+                                               StartingValues{ExecutableValues(arguments_),
+                                                              transients_});
   }
 
   std::vector<unsigned> command_lanes() const override {
@@ -139,15 +140,15 @@ class StreamsExecutable final : public CudaExecutable {
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
                     const UpdateOptions& options) override {
-    ArgumentStore args = plan->arguments;
+    const std::shared_ptr<const ArgumentStore> args = plan->values;
     const cuda::ScopedDevice on(ordinal());
     std::lock_guard lock(mutex());
     TransientBinding transients(*plan);
     if (difference) {
-      adopt(std::move(plan), std::move(args), std::move(transients));
+      adopt(std::move(plan), *args, std::move(transients));
       return {true, difference.what};
     }
-    std::string why = adopt(std::move(plan), std::move(args), std::move(transients), &options);
+    std::string why = adopt(std::move(plan), *args, std::move(transients), &options);
     return {!why.empty(), std::move(why)};
   }
 
@@ -157,14 +158,15 @@ class StreamsExecutable final : public CudaExecutable {
   // them; see attach_graphs. What launches in flight may still use (host callbacks, an arena
   // or graphs replaced) is kept until they finish. Returns why a graph was re-instantiated, if
   // one was.
-  std::string adopt(std::shared_ptr<const Plan> plan, ArgumentStore args,
+  std::string adopt(std::shared_ptr<const Plan> plan, const ArgumentStore& args,
                     TransientBinding transients, const UpdateOptions* in_place = nullptr) {
     const int device = ordinal();
     FlatPlan flat = flatten(*plan);
     LaneSchedule schedule = assign_lanes(flat, lowering().max_streams, lane_classes(flat, device));
     auto errors = std::make_shared<HostErrors>(std::max<std::uint32_t>(1, count_host_tasks(*plan)));
     auto callbacks = std::make_shared<HostCallbacks>();
-    auto arguments = std::make_unique<ArgumentStore>(std::move(args));
+    // A copy of its own, which the tasks point into.
+    auto arguments = std::make_shared<ArgumentStore>(args);
     std::shared_ptr<cuda::PoolMemory> arena = arena_;
     const std::size_t needed = plan->memory.arena_bytes;
     if (needed > 0 && (!arena || arena->bytes() < needed)) {
@@ -338,7 +340,7 @@ class StreamsExecutable final : public CudaExecutable {
 
   std::size_t programmatic_edges_ = 0;  // lowered as programmatic launches
   StreamProfiling profiling_;
-  std::unique_ptr<ArgumentStore> arguments_;  // on the heap: tasks point into it
+  std::shared_ptr<ArgumentStore> arguments_;  // on the heap: tasks point into it
   FlatPlan flat_;
   LaneSchedule schedule_;
   std::shared_ptr<HostErrors> host_errors_;
