@@ -131,7 +131,8 @@ class CommandBuffer {
   /// Copies `count` elements from `src` to `dst` (any mix of host, pinned and device memory).
   template <class Dst, class Src>
   CopyCommand<detail::element_of<Dst>> copy(const Dst& dst, const Src& src, std::size_t count) {
-    return CopyCommand<detail::element_of<Dst>>(add_copy(detail::copy_spec(dst, src, count)));
+    return CopyCommand<detail::element_of<Dst>>(
+        add_values(CommandKind::copy, detail::copy_spec(dst, src, count)));
   }
 
   /// Sets `count` elements of `dst` to `value`; the element must be 1, 2 or 4 bytes. A value
@@ -140,7 +141,7 @@ class CommandBuffer {
   FillCommand<detail::element_of<Dst>> fill(const Dst& dst, const V& value, std::size_t count) {
     using T = detail::element_of<Dst>;
     if (auto misfit = detail::fill_misfit<T>(value)) reject_value(CommandKind::fill, *misfit);
-    return FillCommand<T>(add_fill(detail::fill_spec(dst, value, count)));
+    return FillCommand<T>(add_values(CommandKind::fill, detail::fill_spec(dst, value, count)));
   }
 
   /// Transient memory of `count` elements of T, valid from this command to its free() (or to
@@ -364,8 +365,13 @@ class CommandBuffer {
 
   detail::CommandRef add_kernel(const detail::KernelSpec& spec);
   detail::CommandRef add_parallel_for(const detail::ParallelForSpec& spec);
-  detail::CommandRef add_copy(const detail::CopySpec& spec);
-  detail::CommandRef add_fill(const detail::FillSpec& spec);
+  /// Records a command of `kind` from `values`, which its kind's recording hook checks and
+  /// stores (lib/command): a kind of plain values needs no recording function of its own.
+  template <class V>
+  detail::CommandRef add_values(CommandKind kind, const V& values) {
+    return add_command(kind, detail::CommandValues::of(values));
+  }
+  detail::CommandRef add_command(CommandKind kind, const detail::CommandValues& values);
   detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task);
   detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
   detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -27,10 +28,13 @@ class EventState;  // sync/: what an Event is on its device
 class Recording;   // record/: a sealed secondary buffer or conditional body; backends reach
                    // its plan through Plan::bodies_of(c), never the recording itself
 class UpdateSite;  // command/update_site.hpp: what an update hook checks and writes through
+class RecordSite;  // command/record_site.hpp: what a recording hook checks and stores through
 
 // Payloads keep what never changes; values update() may change live in the ArgumentStore and
-// are named by slot. A kind updated through its handle has the hook
-// `void update(UpdateSite&, const CommandValues&) const` (command/updates.cpp): it checks the
+// are named by slot. A kind recorded from plain values (CommandBuffer::add_command) has the
+// hook `static P record(RecordSite&, const CommandValues&)`: it checks the values and stores
+// them. A kind updated through its handle has the hook
+// `void update(UpdateSite&, const CommandValues&) const` (command/kind_hooks.cpp): it checks the
 // new values as recording checked them, writes them and applies them.
 
 struct KernelPayload {
@@ -68,6 +72,7 @@ struct CopyPayload {
                                      .dot_shape = "cds", .updatable = true,
                                      .reaches_peers = true};
   ArgumentStore::Slot spec;  // CopySpec
+  static CopyPayload record(RecordSite& site, const CommandValues& values);
   /// Reads its source, writes its destination.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
   /// A new CopySpec of the same element size.
@@ -78,6 +83,7 @@ struct FillPayload {
   static constexpr KindTraits traits{.kind = CommandKind::fill, .name = "fill",
                                      .dot_shape = "box3d", .updatable = true};
   ArgumentStore::Slot spec;  // FillSpec
+  static FillPayload record(RecordSite& site, const CommandValues& values);
   /// Writes its destination.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
   /// A new FillSpec of the same element size.
@@ -285,6 +291,29 @@ static_assert([]<std::size_t... I>(std::index_sequence<I...>) {
   return ((UpdatedByHandles<std::variant_alternative_t<I, Payload>> ==
            kind_table[I].updatable) && ...);
 }(std::make_index_sequence<std::variant_size_v<Payload>>{}));
+
+template <class P>
+concept RecordedFromValues = requires(RecordSite& site, const CommandValues& values) {
+  { P::record(site, values) } -> std::same_as<P>;
+};
+
+/// The payload of a command of `kind` recorded from `values` by its kind's recording hook.
+/// \pre `kind` is recorded from values (RecordedFromValues).
+inline Payload record_command(CommandKind kind, RecordSite& site, const CommandValues& values) {
+  using Record = Payload (*)(RecordSite&, const CommandValues&);
+  static constexpr auto table = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<Record, sizeof...(I)>{
+        [](RecordSite& s, const CommandValues& v) -> Payload {
+          using P = std::variant_alternative_t<I, Payload>;
+          if constexpr (RecordedFromValues<P>) {
+            return P::record(s, v);
+          } else {
+            throw std::logic_error("cmdgraph: a kind without a recording hook was recorded");
+          }
+        }...};
+  }(std::make_index_sequence<std::variant_size_v<Payload>>{});
+  return table[static_cast<std::size_t>(kind)](site, values);
+}
 
 /// Runs `payload`'s update hook with `values` (a kind updatable through its handle).
 inline void update_command(const Payload& payload, UpdateSite& site,

@@ -1,6 +1,6 @@
 // UpdateSite: what a payload's update hook may use while it checks and writes the new values
 // of one command of an executable. The face above the backends (run/) provides it; the hooks
-// (command/updates.cpp) hold each kind's rules, so update itself names no kind.
+// (command/kind_hooks.cpp) hold each kind's rules, so update itself names no kind.
 #pragma once
 
 #include "command/argument_store.hpp"

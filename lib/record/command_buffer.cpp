@@ -1,6 +1,7 @@
 // CommandBuffer: record-time validation of each command, then storage in the Recording.
 // Collectives of one communicator are chained in recording order as they are recorded.
 #include "record/recording.hpp"
+#include "command/record_site.hpp"
 #include "command/value_rules.hpp"
 #include "sync/access.hpp"
 
@@ -98,20 +99,29 @@ detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec
   return rec.add(detail::ParallelForPayload{functor, spec.host, spec.device_kernel, spec.type});
 }
 
-detail::CommandRef CommandBuffer::add_copy(const detail::CopySpec& spec) {
-  Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
-  rec.require_open("record");
-  require(rec, CommandKind::copy, detail::problem_with(spec));
-  return rec.add(detail::CopyPayload{rec.arguments().add_value(spec)});
-}
+namespace {
+// What a kind's recording hook checks and stores through: the command about to be recorded.
+class RecordingSite final : public detail::RecordSite {
+ public:
+  RecordingSite(Recording& rec, CommandKind kind) : rec_(rec), kind_(kind) {}
+  void require(const std::string& problem) const override {
+    cmdgraph::require(rec_, kind_, problem);
+  }
+  detail::ArgumentStore& values() override { return rec_.arguments(); }
 
-detail::CommandRef CommandBuffer::add_fill(const detail::FillSpec& spec) {
+ private:
+  Recording& rec_;
+  CommandKind kind_;
+};
+}  // namespace
+
+detail::CommandRef CommandBuffer::add_command(CommandKind kind,
+                                              const detail::CommandValues& values) {
   Recording& rec = open(rec_);
   const Recording::UseGuard guard(rec);
   rec.require_open("record");
-  require(rec, CommandKind::fill, detail::problem_with(spec));
-  return rec.add(detail::FillPayload{rec.arguments().add_value(spec)});
+  RecordingSite site(rec, kind);
+  return rec.add(detail::record_command(kind, site, values));
 }
 
 detail::CommandRef CommandBuffer::add_host(std::shared_ptr<detail::HostTask> task) {

@@ -1,5 +1,5 @@
 // Executable's updates: find the command and hand its new values to its kind's update hook
-// (command/updates.cpp), through a site that checks against, writes into and applies to this
+// (command/kind_hooks.cpp), through a site that checks against, writes into and applies to this
 // executable.
 #include "backend/executable_impl.hpp"
 #include "command/update_site.hpp"

@@ -1,7 +1,8 @@
-// The update hooks of the kinds updated through their handles: each checks new values as
-// recording checked them (the same value rules), writes them and applies them, through the
-// UpdateSite the executable provides.
+// The value hooks of the kinds: recording hooks check a command's values and store them
+// (through the recording's RecordSite); update hooks check new values by the same rules,
+// write them and apply them (through the executable's UpdateSite).
 #include "command/payloads.hpp"
+#include "command/record_site.hpp"
 #include "command/update_site.hpp"
 #include "command/value_rules.hpp"
 
@@ -14,11 +15,12 @@
 namespace cmdgraph::detail {
 namespace {
 
-// The values a kind's handle hands over; another type is the library's own mistake.
+// The values a kind's recording call or handle hands over; another type is the library's
+// own mistake.
 template <class V>
 const V& values_as(const CommandValues& values) {
   if (const V* v = values.as<V>()) return *v;
-  throw std::logic_error("cmdgraph: an update handed a command values of another kind");
+  throw std::logic_error("cmdgraph: a command was handed values of another kind");
 }
 
 // A typed handle whose type is not the one the command was recorded with (a handle made from
@@ -68,6 +70,12 @@ void ParallelForPayload::update(UpdateSite& site, const CommandValues& values) c
   site.apply();
 }
 
+CopyPayload CopyPayload::record(RecordSite& site, const CommandValues& values) {
+  const auto& copy = values_as<CopySpec>(values);
+  site.require(problem_with(copy));
+  return {site.values().add_value(copy)};
+}
+
 void CopyPayload::update(UpdateSite& site, const CommandValues& values) const {
   const auto& copy = values_as<CopySpec>(values);
   const auto& recorded = site.values().get<CopySpec>(spec);
@@ -80,6 +88,12 @@ void CopyPayload::update(UpdateSite& site, const CommandValues& values) const {
   site.require_transient_fit(&copy, sizeof copy);
   site.write(spec, &copy);
   site.apply();
+}
+
+FillPayload FillPayload::record(RecordSite& site, const CommandValues& values) {
+  const auto& fill = values_as<FillSpec>(values);
+  site.require(problem_with(fill));
+  return {site.values().add_value(fill)};
 }
 
 void FillPayload::update(UpdateSite& site, const CommandValues& values) const {
