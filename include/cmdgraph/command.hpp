@@ -24,9 +24,19 @@ enum class CommandKind : unsigned char {
   loop, if_then, if_else, switch_on,
   collective,  ///< an NCCL collective or group of peer transfers (builds with NCCL)
   alloc, free,
+  write_value,  ///< a 32- or 64-bit value written once the work before it is done
 };
 /// The kind's name as the enumerator spells it, e.g. "parallel_for"; never null.
 const char* to_string(CommandKind kind) noexcept;
+
+/// How a wait for a value compares the value in memory with the one it waits for.
+enum class ValueCompare : unsigned char {
+  /// Until (signed)(memory - value) >= 0: CUDA's wrapping comparison, so a counter that
+  /// passes the largest value and starts again from 0 is still at least its earlier values.
+  at_least,
+  equal,    ///< until memory == value
+  any_bit,  ///< until (memory & value) != 0
+};
 
 /// What an edge promises the command after it.
 enum class EdgeKind : unsigned char {
@@ -368,6 +378,18 @@ class CopyCommand : public BasicCommand<CopyCommand<T>> {
   CopyCommand() = default;
   /// The handle of command `ref` (CommandBuffer::copy makes these).
   explicit CopyCommand(detail::CommandRef ref) noexcept : BasicCommand<CopyCommand<T>>(ref) {}
+};
+
+/// A memory operation of `Kind` on one value of type T (std::uint32_t or std::uint64_t), so
+/// Executable::update can take a new target and value.
+template <CommandKind Kind, class T>
+class ValueCommand : public BasicCommand<ValueCommand<Kind, T>> {
+ public:
+  /// An invalid handle, as BasicCommand().
+  ValueCommand() = default;
+  /// The handle of command `ref` (CommandBuffer::write_value makes these).
+  explicit ValueCommand(detail::CommandRef ref) noexcept
+      : BasicCommand<ValueCommand<Kind, T>>(ref) {}
 };
 
 /// A fill of elements of type T (1, 2 or 4 bytes).

@@ -144,6 +144,23 @@ class CommandBuffer {
     return FillCommand<T>(add_values(CommandKind::fill, detail::fill_spec(dst, value, count)));
   }
 
+  /// Writes `value` into the first element of `target` (std::uint32_t or std::uint64_t;
+  /// device memory, or pinned host memory a host thread may poll) once everything before the
+  /// command has finished, after a fence that makes what it wrote visible first: a flag that
+  /// tells another GPU or a host thread, without a host round trip, that work is done. On a
+  /// CUDA graph a memory operation node (cuStreamWriteValue in a graph), on the streams
+  /// backend the stream memory operation, on the host an atomic store with release ordering.
+  /// Not in the body of a conditional command on CUDA devices. Writes its target (hazards).
+  /// \pre `target` is not null or empty and is aligned to its element (else
+  /// Error(invalid_argument) naming the command, and nothing is recorded).
+  template <class Target>
+    requires detail::MemoryOpValue<detail::element_of<Target>>
+  ValueCommand<CommandKind::write_value, detail::element_of<Target>> write_value(
+      const Target& target, detail::element_of<Target> value) {
+    return ValueCommand<CommandKind::write_value, detail::element_of<Target>>(
+        add_values(CommandKind::write_value, detail::value_spec(target, value, false)));
+  }
+
   /// Transient memory of `count` elements of T, valid from this command to its free() (or to
   /// the end of each launch when never freed): on a CUDA graph a memory allocation node (CUDA's
   /// graph memory pool reuses the memory across launches and between allocations whose

@@ -325,6 +325,13 @@ class Executable {
                                           ReduceOp::sum, -1));
   }
 #endif
+  /// A new target and value for a memory operation (write_value, wait_value); a wait keeps
+  /// its comparison. Checked as when recorded.
+  template <CommandKind Kind, class T, class Target>
+    requires std::is_same_v<detail::element_of<Target>, T>
+  void update(const ValueCommand<Kind, T>& command, const Target& target, T value) {
+    update_values(command.ref(), Kind, detail::value_spec(target, value, false));
+  }
   /// Takes every value of `rerecorded`, a new recording of the same structure (same commands
   /// in the same order, same kernels, same edges), in place: on the CUDA graph backend through
   /// cudaGraphExecUpdate. A different structure throws Error(update_refused) naming the first

@@ -108,6 +108,27 @@ void FillPayload::update(UpdateSite& site, const CommandValues& values) const {
   site.apply();
 }
 
+ValueOp ValueOp::recorded(RecordSite& site, const CommandValues& values, bool waits) {
+  const auto& v = values_as<ValueSpec>(values);
+  site.require(problem_with(v));
+  if (v.waits != waits) throw std::logic_error("cmdgraph: a memory operation of another kind");
+  return {site.values().add_value(v)};
+}
+
+void ValueOp::update(UpdateSite& site, const CommandValues& values) const {
+  const auto& recorded = site.values().get<ValueSpec>(spec);
+  ValueSpec v = values_as<ValueSpec>(values);
+  v.waits = recorded.waits;
+  v.compare = recorded.compare;
+  site.require(element_size_problem(recorded.target.element_size, v.target.element_size));
+  site.require(problem_with(v));
+  site.require_reachable(v.target);
+  site.require_access({access_of(v.target, v.waits ? AccessMode::read : AccessMode::write)});
+  site.require_transient_fit(&v, sizeof v);
+  site.write(spec, &v);
+  site.apply();
+}
+
 void CollectivePayload::update(UpdateSite& site, const CommandValues& values) const {
   const auto& v = values_as<CollectiveSpec>(values);
   const auto& before = site.values().get<CollectiveSpec>(spec);

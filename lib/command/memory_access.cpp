@@ -65,6 +65,11 @@ void FillPayload::implied_access(const ArgumentStore& values, std::vector<Memory
   out.push_back(access_of(values.get<FillSpec>(spec).dst, AccessMode::write));
 }
 
+void ValueOp::implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const {
+  const auto& v = values.get<ValueSpec>(spec);
+  out.push_back(access_of(v.target, v.waits ? AccessMode::read : AccessMode::write));
+}
+
 void CollectivePayload::implied_access(const ArgumentStore& values,
                                        std::vector<MemoryAccess>& out) const {
   const auto& c = values.get<CollectiveSpec>(spec);

@@ -240,12 +240,32 @@ struct FreePayload {
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
 };
 
+/// What every memory operation stores: one value written or waited for (ValueSpec). Each
+/// kind's recording hook is `{ValueOp::recorded(site, values, waits)}`.
+struct ValueOp {
+  ArgumentStore::Slot spec;  // ValueSpec
+  static ValueOp recorded(RecordSite& site, const CommandValues& values, bool waits);
+  /// A new target and value; a wait keeps its comparison.
+  void update(UpdateSite& site, const CommandValues& values) const;
+  /// A write writes its target, a wait reads it.
+  void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
+};
+
+struct WriteValuePayload : ValueOp {
+  static constexpr KindTraits traits{.kind = CommandKind::write_value, .name = "write_value",
+                                     .dot_shape = "rarrow", .updatable = true,
+                                     .in_device_loop = false};
+  static WriteValuePayload record(RecordSite& site, const CommandValues& values) {
+    return {recorded(site, values, false)};
+  }
+};
+
 /// Every kind of command, in CommandKind's order.
 using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, FillPayload,
                              HostPayload, EventRecordPayload, EventWaitPayload, NestedPayload,
                              CapturePayload, BarrierPayload, LoopPayload, IfPayload,
                              IfElsePayload, SwitchPayload, CollectivePayload, AllocPayload,
-                             FreePayload>;
+                             FreePayload, WriteValuePayload>;
 
 /// How a command asked to run, beside what it does.
 struct RunHints {

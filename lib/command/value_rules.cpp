@@ -80,6 +80,15 @@ std::string problem_with(const FillSpec& fill) {
   return problem_with(fill.dst, "destination");
 }
 
+std::string problem_with(const ValueSpec& v) {
+  if (std::string p = problem_with(v.target, "target"); !p.empty()) return p;
+  if (reinterpret_cast<std::uintptr_t>(v.target.data) % v.target.element_size != 0) {
+    return "target is not aligned to its " + std::to_string(v.target.element_size) +
+           "-byte value";
+  }
+  return {};
+}
+
 std::string prepare(CollectiveSpec& c, int ranks, int rank, int device) {
   if (c.count == 0) return "zero-size collective";
   if (c.count > std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(ranks)) {

@@ -75,4 +75,69 @@ void stream_write(cudaStream_t stream, std::uint64_t* address, std::uint64_t val
   });
 }
 
+namespace {
+
+CUstreamBatchMemOpParams batch_param(const MemoryOp& op) {
+  CUstreamBatchMemOpParams p{};
+  const auto address = reinterpret_cast<CUdeviceptr>(op.address);
+  const bool wide = op.width == 8;
+  if (op.wait == MemoryOp::Wait::none) {
+    p.writeValue.operation = wide ? CU_STREAM_MEM_OP_WRITE_VALUE_64 : CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    p.writeValue.address = address;
+    if (wide) p.writeValue.value64 = op.value;
+    else p.writeValue.value = static_cast<cuuint32_t>(op.value);
+    p.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;  // fenced: earlier writes land first
+    return p;
+  }
+  p.waitValue.operation = wide ? CU_STREAM_MEM_OP_WAIT_VALUE_64 : CU_STREAM_MEM_OP_WAIT_VALUE_32;
+  p.waitValue.address = address;
+  if (wide) p.waitValue.value64 = op.value;
+  else p.waitValue.value = static_cast<cuuint32_t>(op.value);
+  p.waitValue.flags = op.wait == MemoryOp::Wait::at_least ? CU_STREAM_WAIT_VALUE_GEQ
+                      : op.wait == MemoryOp::Wait::equal  ? CU_STREAM_WAIT_VALUE_EQ
+                                                          : CU_STREAM_WAIT_VALUE_AND;
+  return p;
+}
+
+CUcontext current_context(Served served) {
+  using Current = CUresult (*)(CUcontext*);
+  static const Current current = entry<Current>("cuCtxGetCurrent");
+  CUcontext ctx = nullptr;
+  counted("cuCtxGetCurrent", served, [&] { return current(&ctx); });
+  return ctx;
+}
+
+}  // namespace
+
+void memory_op_async(const MemoryOp& op, cudaStream_t stream, Served served) {
+  using Batch = CUresult (*)(CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int);
+  static const Batch batch = entry<Batch>("cuStreamBatchMemOp");
+  CUstreamBatchMemOpParams p = batch_param(op);
+  counted("cuStreamBatchMemOp", served, [&] { return batch(stream, 1, &p, 0); });
+}
+
+cudaGraphNode_t add_memory_op_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
+                                   const MemoryOp& op, Served served) {
+  using Add = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                           const CUDA_BATCH_MEM_OP_NODE_PARAMS*);
+  static const Add add = entry<Add>("cuGraphAddBatchMemOpNode");
+  CUstreamBatchMemOpParams p = batch_param(op);
+  const CUDA_BATCH_MEM_OP_NODE_PARAMS params{current_context(served), 1, &p, 0};
+  CUgraphNode node = nullptr;
+  counted("cuGraphAddBatchMemOpNode", served, [&] {
+    return add(&node, graph, reinterpret_cast<const CUgraphNode*>(deps.data()), deps.size(),
+               &params);
+  });
+  return node;
+}
+
+void set_memory_op_node(cudaGraphExec_t exec, cudaGraphNode_t node, const MemoryOp& op,
+                        Served served) {
+  using Set = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS*);
+  static const Set set = entry<Set>("cuGraphExecBatchMemOpNodeSetParams");
+  CUstreamBatchMemOpParams p = batch_param(op);
+  const CUDA_BATCH_MEM_OP_NODE_PARAMS params{current_context(served), 1, &p, 0};
+  counted("cuGraphExecBatchMemOpNodeSetParams", served, [&] { return set(exec, node, &params); });
+}
+
 }  // namespace cmdgraph::detail::cuda

@@ -1,5 +1,6 @@
 // Driver calls the runtime lacks, reached through cudaGetDriverEntryPointByVersion so nothing
-// links against libcuda: wide memsets on streams and stream memory operations.
+// links against libcuda: wide memsets on streams, and memory operations on streams and as
+// graph nodes.
 #pragma once
 
 #include "cuda/check.hpp"
@@ -8,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace cmdgraph::detail::cuda {
 
@@ -24,5 +26,31 @@ void stream_wait_at_least(cudaStream_t stream, const std::uint64_t* address, std
 /// making that work visible first).
 void stream_write(cudaStream_t stream, std::uint64_t* address, std::uint64_t value,
                   Served served);
+
+/// One 32- or 64-bit memory operation (CUDA's stream memory operations): write `value` at
+/// `address` once the work before it is done, after a fence that makes that work's writes
+/// visible first; or wait until the value at `address` compares with `value` as `wait` says.
+/// `address`: device memory, or pinned host memory, aligned to `width`.
+struct MemoryOp {
+  enum class Wait : unsigned char {
+    none,      ///< a write
+    at_least,  ///< until (signed)(*address - value) >= 0, CUDA's wrapping comparison
+    equal,     ///< until *address == value
+    any_bit,   ///< until (*address & value) != 0
+  };
+  void* address = nullptr;
+  std::uint64_t value = 0;
+  unsigned width = 4;  ///< 4 or 8 bytes
+  Wait wait = Wait::none;
+};
+/// Enqueues `op` on `stream` (cuStreamBatchMemOp).
+void memory_op_async(const MemoryOp& op, cudaStream_t stream, Served served);
+/// A node of `graph` doing `op` after `deps`, in the current device's context
+/// (cuGraphAddBatchMemOpNode).
+cudaGraphNode_t add_memory_op_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
+                                   const MemoryOp& op, Served served);
+/// Makes memory operation node `node` of `exec` do `op` from the next launch on.
+void set_memory_op_node(cudaGraphExec_t exec, cudaGraphNode_t node, const MemoryOp& op,
+                        Served served);
 
 }  // namespace cmdgraph::detail::cuda

@@ -35,6 +35,7 @@ const char* to_string(cudaGraphExecUpdateResult r) {
 cudaGraphNode_t add_node(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps, NodeSpec& spec,
                          Served served, std::span<const cudaGraphEdgeData> edges) {
   cudaGraphNode_t node = nullptr;
+  if (spec.memory_op) return add_memory_op_node(graph, deps, *spec.memory_op, served);
   if (spec.copy) {  // only kernels take programmatic edges: a copy's are full
     const Copy1D& c = *spec.copy;
     CMDGRAPH_CUDA(served, cudaGraphAddMemcpyNode1D, &node, graph, deps.data(), deps.size(), c.dst,
@@ -61,7 +62,9 @@ void set_kernel_priority(cudaGraphNode_t node, int priority, Served served) {
 }
 
 void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served served) {
-  if (spec.copy) {
+  if (spec.memory_op) {
+    set_memory_op_node(exec, node, *spec.memory_op, served);
+  } else if (spec.copy) {
     const Copy1D& c = *spec.copy;
     CMDGRAPH_CUDA(served, cudaGraphExecMemcpyNodeSetParams1D, exec, node, c.dst, c.src, c.bytes,
                   cudaMemcpyDefault);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cuda/check.hpp"
+#include "cuda/driver.hpp"
 #include "cuda/handles.hpp"
 
 #include <cuda_runtime_api.h>
@@ -23,11 +24,13 @@ struct Copy1D {
   std::size_t bytes;
 };
 
-/// What one node does: CUDA's generic node parameters, or a 1-D copy (which CUDA describes
-/// with its own calls so that copies stay updatable in place).
+/// What one node does: CUDA's generic node parameters, a 1-D copy (which CUDA describes with
+/// its own calls so that copies stay updatable in place), or a memory operation (a node the
+/// runtime's parameters do not describe).
 struct NodeSpec {
   cudaGraphNodeParams params{};
   std::optional<Copy1D> copy;
+  std::optional<MemoryOp> memory_op;
 
   static NodeSpec of(cudaGraphNodeType type) {
     NodeSpec s;

@@ -130,6 +130,15 @@ class CommandValues {
   const void* data_;
 };
 
+/// A memory operation's values: the value at `target` (one element of 4 or 8 bytes) written,
+/// or waited for as `compare` says.
+struct ValueSpec {
+  MemoryRange target;
+  std::uint64_t value;
+  bool waits;              // else a write
+  ValueCompare compare;    // when it waits
+};
+
 /// A type-erased host callable; the recording and every executable share one instance.
 class HostTask {
  public:

@@ -51,4 +51,17 @@ FillSpec fill_spec(const Dst& dst, const V& value, std::size_t count) {
   return {memory_range(to_view(dst), count), bits, sizeof(T)};
 }
 
+/// The element types a memory operation takes.
+template <class T>
+concept MemoryOpValue = std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t>;
+
+/// The values of a memory operation on the first element of `target`.
+template <class Target>
+ValueSpec value_spec(const Target& target, element_of<Target> value, bool waits,
+                     ValueCompare compare = ValueCompare::at_least) {
+  static_assert(MemoryOpValue<element_of<Target>>,
+                "memory operations take std::uint32_t or std::uint64_t values");
+  return {memory_range(to_view(target), 1), value, waits, compare};
+}
+
 }  // namespace cmdgraph::detail

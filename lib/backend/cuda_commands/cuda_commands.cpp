@@ -37,6 +37,20 @@ unsigned resident_blocks(const void* kernel, int device) {
   return blocks;
 }
 
+// A memory operation's values as CUDA's stream memory operation takes them.
+cuda::MemoryOp memory_op(const ValueSpec& v) {
+  cuda::MemoryOp op;
+  op.address = v.target.data;
+  op.value = v.value;
+  op.width = static_cast<unsigned>(v.target.element_size);
+  if (v.waits) {
+    op.wait = v.compare == ValueCompare::at_least ? cuda::MemoryOp::Wait::at_least
+              : v.compare == ValueCompare::equal  ? cuda::MemoryOp::Wait::equal
+                                                  : cuda::MemoryOp::Wait::any_bit;
+  }
+  return op;
+}
+
 // ---- Checks: can the command run on this device, where it sits? ----
 
 // Where a command sits. A conditional command's body on CUDA is a conditional node's body
@@ -86,6 +100,9 @@ class Check {
   void operator()(const FreePayload&) const {}
   void operator()(const IfElsePayload& p) const { conditional(p.condition); }
   void operator()(const SwitchPayload& p) const { conditional(p.condition); }
+  void operator()(const WriteValuePayload& p) const {
+    value_target(plan_.arguments().get<ValueSpec>(p.spec).target);
+  }
 
   /// Checks every command of `plan` where `within` says it sits.
   static void all(const Plan& plan, const Plan& root, int device, Within within) {
@@ -126,6 +143,16 @@ class Check {
   }
 
  private:
+  // What a stream memory operation reaches: device memory (this device's or, with peer
+  // access, another's) and pinned host memory, not pageable host memory.
+  void value_target(const MemoryRange& r) const {
+    if (r.space == MemorySpace::host && r.device != transient_device) {
+      refuse(errc::unsupported,
+             "its target is pageable host memory, which a GPU's memory operation cannot reach "
+             "(use device memory or a HostBuffer)");
+    }
+    memory(r, false);
+  }
   // A device records only its own events but may wait for any GPU's, as a stream may.
   void event(const EventState& e, bool waits) const {
     const Device d = e.device();
@@ -205,6 +232,7 @@ struct Launch {
   std::optional<KernelLaunch> operator()(const CollectivePayload&) const { return std::nullopt; }
   std::optional<KernelLaunch> operator()(const AllocPayload&) const { return std::nullopt; }
   std::optional<KernelLaunch> operator()(const FreePayload&) const { return std::nullopt; }
+  std::optional<KernelLaunch> operator()(const ValueOp&) const { return std::nullopt; }
 };
 
 // ---- Graph nodes ----
@@ -304,6 +332,12 @@ struct GraphForm {
   cudaGraphNode_t operator()(const IfPayload& p) const { return conditional(p); }
   cudaGraphNode_t operator()(const IfElsePayload& p) const { return conditional(p); }
   cudaGraphNode_t operator()(const SwitchPayload& p) const { return conditional(p); }
+  cudaGraphNode_t operator()(const WriteValuePayload& p) const { return memory_op_node(p); }
+  cudaGraphNode_t memory_op_node(const ValueOp& p) const {
+    cuda::NodeSpec spec;
+    spec.memory_op = memory_op(site.args().get<ValueSpec>(p.spec));
+    return site.place(spec);
+  }
 };
 
 // ---- Stream operations ----
@@ -359,6 +393,11 @@ struct StreamForm {
   // The executable's arena holds its transients from compile on: ordering only.
   void operator()(const AllocPayload&) const {}
   void operator()(const FreePayload&) const {}
+  void operator()(const WriteValuePayload& p) const { memory_op(p); }
+  void memory_op(const ValueOp& p) const {
+    cuda::memory_op_async(detail::memory_op(site.args.get<ValueSpec>(p.spec)), site.stream,
+                          site.served);
+  }
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cmdgraph/transient.hpp>
 
+#include <atomic>
 #include <cstring>
 
 namespace cmdgraph::detail {
@@ -28,6 +29,18 @@ void fill_host(const FillSpec& f) {
     }
     default:
       for (std::size_t i = 0; i < count; ++i) std::memcpy(p + 4 * i, &f.value, 4);
+  }
+}
+
+// Writes the value at `v.target` atomically, with release ordering: it publishes what came
+// before it, as the GPU's fenced write does.
+void store_value(const ValueSpec& v) {
+  if (v.target.element_size == 8) {
+    std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(v.target.data))
+        .store(v.value, std::memory_order_release);
+  } else {
+    std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(v.target.data))
+        .store(static_cast<std::uint32_t>(v.value), std::memory_order_release);
   }
 }
 
@@ -68,6 +81,9 @@ struct Refuse {
   HostRefusal operator()(const FreePayload&) const { return {}; }
   HostRefusal operator()(const IfElsePayload& p) const { return condition(p.condition); }
   HostRefusal operator()(const SwitchPayload& p) const { return condition(p.condition); }
+  HostRefusal operator()(const WriteValuePayload& p) const {
+    return host_memory_refusal(args.get<ValueSpec>(p.spec).target);
+  }
   static HostRefusal condition(const Condition& c) {
     if (c.host) return {};
     return {errc::unsupported,
@@ -126,6 +142,10 @@ struct Run {
   HostOutcome operator()(const IfPayload& p) const { return conditional(p); }
   HostOutcome operator()(const IfElsePayload& p) const { return conditional(p); }
   HostOutcome operator()(const SwitchPayload& p) const { return conditional(p); }
+  HostOutcome operator()(const WriteValuePayload& p) const {
+    store_value(args.get<ValueSpec>(p.spec));
+    return HostOutcome::ok;
+  }
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "observe/profile_builder.hpp"
 #include "sync/event_state.hpp"
 #include "sync/thread_pool.hpp"
+#include "sync/watcher.hpp"
 
 #include <cmdgraph/error.hpp>
 
@@ -124,6 +125,16 @@ HostOutcome HostLaunch::wait_for_event(std::uint32_t task, EventState& event) {
   };
   const std::uint64_t target = generations_.empty() ? event.latest_begun() : generations_[task];
   return event.finished_or_defer(target, resume) ? HostOutcome::ok : HostOutcome::deferred;
+}
+
+HostOutcome HostLaunch::wait_until(std::uint32_t task, std::function<bool()> ready) {
+  if (ready()) return HostOutcome::ok;
+  Watcher::instance().watch([self = shared_from_this(), task, ready = std::move(ready)] {
+    if (!ready()) return false;
+    host_pool().post([self, task] { self->resume_after(task, false); });
+    return true;
+  });
+  return HostOutcome::deferred;
 }
 
 HostOutcome HostLaunch::run_parallel_for(std::uint32_t task, const ParallelForPayload& pf,

@@ -85,6 +85,9 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
                               Branching branching);
   void record_event(std::uint32_t task, EventState& event);
   HostOutcome wait_for_event(std::uint32_t task, EventState& event);
+  /// Ends task `task` once `ready()` is true: at once, else from the watcher's polls (no pool
+  /// thread waits). `ready` must not block.
+  HostOutcome wait_until(std::uint32_t task, std::function<bool()> ready);
   /// Files the exception being handled as the launch's error, naming the task.
   void fail(std::uint32_t task, const char* what_ran);
 
