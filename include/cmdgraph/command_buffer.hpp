@@ -161,6 +161,24 @@ class CommandBuffer {
         add_values(CommandKind::write_value, detail::value_spec(target, value, false)));
   }
 
+  /// Holds the commands after it until the first element of `target` (std::uint32_t or
+  /// std::uint64_t; device memory, or pinned host memory) compares with `value` as `compare`
+  /// says: a gate that a host thread or another GPU opens by writing the value, so work can be
+  /// launched before its input is ready, with no host round trip when it is. On a CUDA graph a
+  /// memory operation node (cuStreamWaitValue in a graph), on the streams backend the stream
+  /// memory operation; on the host backend the watcher thread polls the value, and no pool
+  /// thread waits. A value never reached holds the launch for ever, and destroying its
+  /// executable waits for it: write the value, or wait with a timeout. Not in the body of a
+  /// conditional command on CUDA devices. Reads its target (hazards). Preconditions as for
+  /// write_value; an update takes a new target and value and keeps the comparison.
+  template <class Target>
+    requires detail::MemoryOpValue<detail::element_of<Target>>
+  ValueCommand<CommandKind::wait_value, detail::element_of<Target>> wait_value(
+      const Target& target, detail::element_of<Target> value, ValueCompare compare) {
+    return ValueCommand<CommandKind::wait_value, detail::element_of<Target>>(
+        add_values(CommandKind::wait_value, detail::value_spec(target, value, true, compare)));
+  }
+
   /// Transient memory of `count` elements of T, valid from this command to its free() (or to
   /// the end of each launch when never freed): on a CUDA graph a memory allocation node (CUDA's
   /// graph memory pool reuses the memory across launches and between allocations whose

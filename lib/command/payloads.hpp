@@ -260,12 +260,21 @@ struct WriteValuePayload : ValueOp {
   }
 };
 
+struct WaitValuePayload : ValueOp {
+  static constexpr KindTraits traits{.kind = CommandKind::wait_value, .name = "wait_value",
+                                     .dot_shape = "larrow", .updatable = true,
+                                     .in_device_loop = false};
+  static WaitValuePayload record(RecordSite& site, const CommandValues& values) {
+    return {recorded(site, values, true)};
+  }
+};
+
 /// Every kind of command, in CommandKind's order.
 using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, FillPayload,
                              HostPayload, EventRecordPayload, EventWaitPayload, NestedPayload,
                              CapturePayload, BarrierPayload, LoopPayload, IfPayload,
                              IfElsePayload, SwitchPayload, CollectivePayload, AllocPayload,
-                             FreePayload, WriteValuePayload>;
+                             FreePayload, WriteValuePayload, WaitValuePayload>;
 
 /// How a command asked to run, beside what it does.
 struct RunHints {

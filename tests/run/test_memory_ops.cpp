@@ -114,3 +114,110 @@ TEST_CASE("memory_ops.write_value_refusals" * doctest::timeout(60)) {
     }
   }
 }
+
+namespace {
+
+// Writes `value` at `p` as another thread of a producer would.
+template <class T>
+void publish(T* p, T value) {
+  std::atomic_ref<T>(*p).store(value, std::memory_order_release);
+}
+
+}  // namespace
+
+TEST_CASE("memory_ops.wait_value_holds_the_work_until_the_value" * doctest::timeout(60)) {
+  CMDGRAPH_EACH_BACKEND(on) {
+    HostBuffer<int> src(64), dst(64);
+    HostBuffer<std::uint32_t> go(1), done(1);
+    for (int i = 0; i < 64; ++i) src[i] = i * i;
+    go[0] = 0;
+    CommandBuffer cmd("gated");
+    auto wait = cmd.wait_value(go, 1u, ValueCompare::at_least).named("gate");
+    auto copy = cmd.copy(dst, src, 64).after(wait);
+    cmd.write_value(done, 1u).after(copy);
+    Executable exe = compile(cmd, on.device, on.options());
+    Queue q(on.device);
+    for (std::uint32_t round = 1; round <= 3; ++round) {
+      for (int i = 0; i < 64; ++i) dst[i] = -1;
+      done[0] = 0;
+      exe.update(wait, go, round);  // each launch waits for the next value
+      Fence f = exe.launch(q);
+      // Nothing after the wait can run before the value is there: no timing involved.
+      CHECK_FALSE(f.ready());
+      CHECK(seen(done.data()) == 0u);
+      CHECK(dst[0] == -1);
+      publish(go.data(), round);
+      f.wait();
+      CHECK(seen(done.data()) == 1u);
+      for (int i = 0; i < 64; ++i) REQUIRE(dst[i] == i * i);
+    }
+  }
+}
+
+TEST_CASE("memory_ops.wait_value_compares_as_cuda_does" * doctest::timeout(60)) {
+  CMDGRAPH_EACH_BACKEND(on) {
+    struct Case {
+      ValueCompare compare;
+      std::uint32_t waited, before, after;  // `before` does not satisfy it, `after` does
+    };
+    const Case cases[] = {
+        {ValueCompare::equal, 42, 41, 42},
+        {ValueCompare::any_bit, 0b100, 0b011, 0b110},
+        // The comparison wraps: 5 is "after" 0xFFFFFFFA, as a counter that passed the top.
+        {ValueCompare::at_least, 0xFFFFFFFAu, 0xFFFFFFF0u, 5},
+    };
+    for (const Case& c : cases) {
+      CAPTURE(static_cast<int>(c.compare));
+      HostBuffer<std::uint32_t> value(1), done(1);
+      value[0] = c.before;
+      done[0] = 0;
+      CommandBuffer cmd("compare");
+      auto wait = cmd.wait_value(value, c.waited, c.compare);
+      cmd.write_value(done, 1u).after(wait);
+      Executable exe = compile(cmd, on.device, on.options());
+      Queue q(on.device);
+      Fence f = exe.launch(q);
+      CHECK_FALSE(f.ready());
+      publish(value.data(), c.after);
+      f.wait();
+      CHECK(seen(done.data()) == 1u);
+    }
+  }
+}
+
+TEST_CASE("memory_ops.wait_value_64_bit" * doctest::timeout(60)) {
+  CMDGRAPH_EACH_BACKEND(on) {
+    HostBuffer<std::uint64_t> counter(1);
+    HostBuffer<std::uint32_t> done(1);
+    counter[0] = std::uint64_t{1} << 33;
+    done[0] = 0;
+    CommandBuffer cmd("wide");
+    auto wait = cmd.wait_value(counter, (std::uint64_t{1} << 33) + 2, ValueCompare::equal);
+    cmd.write_value(done, 1u).after(wait);
+    Executable exe = compile(cmd, on.device, on.options());
+    Queue q(on.device);
+    Fence f = exe.launch(q);
+    publish(counter.data(), (std::uint64_t{1} << 33) + 1);
+    CHECK_FALSE(f.wait_for(std::chrono::milliseconds(5)));  // not the value yet: still waits
+    publish(counter.data(), (std::uint64_t{1} << 33) + 2);
+    f.wait();
+    CHECK(seen(done.data()) == 1u);
+  }
+}
+
+TEST_CASE("memory_ops.wait_value_refusals" * doctest::timeout(60)) {
+  HostBuffer<std::uint32_t> flag(1);
+  CommandBuffer cmd("bad");
+  auto e = CMDGRAPH_EXPECT_ERROR(cmd.wait_value(View<std::uint32_t>(), 1u, ValueCompare::equal),
+                                 errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(e->commands() == std::vector<std::string>{"wait_value#0"});
+  // A wait and a write of one flag, unordered, race.
+  CommandBuffer race("race");
+  race.wait_value(flag, 1u, ValueCompare::equal).named("waiter");
+  race.write_value(flag, 1u).named("writer");
+  e = CMDGRAPH_EXPECT_ERROR(compile(race, Device::host()), errc::hazard);
+  REQUIRE(e);
+  CHECK(mentions(*e, "waiter"));
+  CHECK(mentions(*e, "writer"));
+}

@@ -103,6 +103,9 @@ class Check {
   void operator()(const WriteValuePayload& p) const {
     value_target(plan_.arguments().get<ValueSpec>(p.spec).target);
   }
+  void operator()(const WaitValuePayload& p) const {
+    value_target(plan_.arguments().get<ValueSpec>(p.spec).target);
+  }
 
   /// Checks every command of `plan` where `within` says it sits.
   static void all(const Plan& plan, const Plan& root, int device, Within within) {
@@ -333,6 +336,7 @@ struct GraphForm {
   cudaGraphNode_t operator()(const IfElsePayload& p) const { return conditional(p); }
   cudaGraphNode_t operator()(const SwitchPayload& p) const { return conditional(p); }
   cudaGraphNode_t operator()(const WriteValuePayload& p) const { return memory_op_node(p); }
+  cudaGraphNode_t operator()(const WaitValuePayload& p) const { return memory_op_node(p); }
   cudaGraphNode_t memory_op_node(const ValueOp& p) const {
     cuda::NodeSpec spec;
     spec.memory_op = memory_op(site.args().get<ValueSpec>(p.spec));
@@ -394,6 +398,7 @@ struct StreamForm {
   void operator()(const AllocPayload&) const {}
   void operator()(const FreePayload&) const {}
   void operator()(const WriteValuePayload& p) const { memory_op(p); }
+  void operator()(const WaitValuePayload& p) const { memory_op(p); }
   void memory_op(const ValueOp& p) const {
     cuda::memory_op_async(detail::memory_op(site.args.get<ValueSpec>(p.spec)), site.stream,
                           site.served);

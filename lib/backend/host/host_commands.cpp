@@ -44,6 +44,30 @@ void store_value(const ValueSpec& v) {
   }
 }
 
+// The value at `v.target`, read or written atomically (release for a write, acquire for a
+// read, so a write publishes what came before it, as the GPU's fenced write does).
+std::uint64_t load_value(const ValueSpec& v) {
+  if (v.target.element_size == 8) {
+    return std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(v.target.data))
+        .load(std::memory_order_acquire);
+  }
+  return std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(v.target.data))
+      .load(std::memory_order_acquire);
+}
+// Whether the value at `v.target` satisfies the wait, compared as CUDA compares.
+bool value_reached(const ValueSpec& v) {
+  const std::uint64_t now = load_value(v);
+  const bool wide = v.target.element_size == 8;
+  switch (v.compare) {
+    case ValueCompare::at_least:
+      return wide ? static_cast<std::int64_t>(now - v.value) >= 0
+                  : static_cast<std::int32_t>(static_cast<std::uint32_t>(now - v.value)) >= 0;
+    case ValueCompare::equal: return now == v.value;
+    case ValueCompare::any_bit: return (now & v.value) != 0;
+  }
+  return false;
+}
+
 // What the visitors below see of the command being checked or run.
 struct Refuse {
   const ArgumentStore& args;
@@ -82,6 +106,9 @@ struct Refuse {
   HostRefusal operator()(const IfElsePayload& p) const { return condition(p.condition); }
   HostRefusal operator()(const SwitchPayload& p) const { return condition(p.condition); }
   HostRefusal operator()(const WriteValuePayload& p) const {
+    return host_memory_refusal(args.get<ValueSpec>(p.spec).target);
+  }
+  HostRefusal operator()(const WaitValuePayload& p) const {
     return host_memory_refusal(args.get<ValueSpec>(p.spec).target);
   }
   static HostRefusal condition(const Condition& c) {
@@ -145,6 +172,9 @@ struct Run {
   HostOutcome operator()(const WriteValuePayload& p) const {
     store_value(args.get<ValueSpec>(p.spec));
     return HostOutcome::ok;
+  }
+  HostOutcome operator()(const WaitValuePayload& p) const {
+    return launch.wait_until(task, [v = args.get<ValueSpec>(p.spec)] { return value_reached(v); });
   }
 };
 
