@@ -50,7 +50,7 @@ class ExecutableImpl {
   /// naming `who`, when they reach transient memory `c` does not run within the lifetime of,
   /// or transient memory of another command buffer.
   void check_transient_value(std::uint32_t c, const void* data, std::size_t bytes,
-                             const std::string& who) const {
+                             const Describe& who) const {
     transients_.check_value(*plan_, c, data, bytes, who);
   }
   /// After update() wrote slots [first, first + count) of arguments_for_update(): their words

@@ -30,7 +30,7 @@ void TransientBinding::bind_arena(const Plan& plan, void* arena, ArgumentStore& 
 }
 
 void TransientBinding::check_value(const Plan& plan, std::uint32_t c, const void* data,
-                                   std::size_t bytes, const std::string& who) const {
+                                   std::size_t bytes, const Describe& who) const {
   for (const std::uint32_t t : transients_reached(plan.memory, data, bytes, who)) {
     require_within_lifetime(plan, c, t, who);
   }
@@ -40,7 +40,8 @@ void TransientBinding::rebind_slots(const Plan& plan, ArgumentStore::Slot first,
                                     std::uint32_t count, ArgumentStore& args) {
   if (empty()) return;
   // Checked by check_value before the values were written: nothing here refuses them.
-  std::vector<TransientSite> found = find_sites(plan.memory, args, first, count, {});
+  std::vector<TransientSite> found =
+      find_sites(plan.memory, args, first, count, [] { return std::string("an update"); });
   const auto in_range = [&](const TransientSite& s) {
     return s.slot >= first && s.slot < first + count;
   };

@@ -32,7 +32,7 @@ class TransientBinding {
   /// Error(hazard) if they reach a transient `c` does not run within the lifetime of, or
   /// Error(foreign_handle) if they reach another plan's. `who` names the update.
   void check_value(const Plan& plan, std::uint32_t c, const void* data, std::size_t bytes,
-                   const std::string& who) const;
+                   const Describe& who) const;
   /// After update() wrote slots [first, first + count) of `args`: finds the words there that
   /// point into transients and rewrites them to where the transients are.
   void rebind_slots(const Plan& plan, ArgumentStore::Slot first, std::uint32_t count,

@@ -218,13 +218,13 @@ namespace {
 // one of `memory`'s transients; throws, naming `who`, for one pointing into another plan's.
 template <class Found>
 void new_value_words(const TransientMemory& memory, const LiveRanges& live, const void* data,
-                     std::size_t bytes, const std::string& who, Found&& found) {
+                     std::size_t bytes, const Describe& who, Found&& found) {
   for_each_word(data, bytes, [&](std::uint32_t at, std::uintptr_t word) {
     if (!live.find(word)) return;
     const std::uint32_t t = memory.find(word);
     if (t == TransientMemory::none) {
       throw Error(errc::foreign_handle,
-                  who + ": a new value reaches transient memory (at " + address(word) +
+                  who() + ": a new value reaches transient memory (at " + address(word) +
                       ") this executable does not allocate");
     }
     found(at, t, word);
@@ -234,7 +234,7 @@ void new_value_words(const TransientMemory& memory, const LiveRanges& live, cons
 
 std::vector<TransientSite> find_sites(const TransientMemory& memory, const ArgumentStore& values,
                                       ArgumentStore::Slot first, std::uint32_t count,
-                                      const std::string& who) {
+                                      const Describe& who) {
   std::vector<TransientSite> sites;
   const LiveRanges live;
   if (live.empty()) return sites;
@@ -248,7 +248,7 @@ std::vector<TransientSite> find_sites(const TransientMemory& memory, const Argum
 }
 
 std::vector<std::uint32_t> transients_reached(const TransientMemory& memory, const void* data,
-                                              std::size_t bytes, const std::string& who) {
+                                              std::size_t bytes, const Describe& who) {
   std::vector<std::uint32_t> reached;
   const LiveRanges live;
   if (live.empty()) return reached;
@@ -258,20 +258,20 @@ std::vector<std::uint32_t> transients_reached(const TransientMemory& memory, con
 }
 
 void require_within_lifetime(const Plan& plan, std::uint32_t c, std::uint32_t t,
-                             const std::string& who) {
+                             const Describe& who) {
   const TransientMemory& m = plan.memory;
   if (std::binary_search(m.uses.begin(), m.uses.end(), TransientUse{c, t})) return;
   const TransientInfo& info = m.list[t];
   if (!reaches(plan, info.alloc, c) || c == info.alloc) {
     throw Error(errc::hazard,
-                who + " would make it use transient memory " + in_quotes(plan.name(info.alloc)) +
+                who() + " would make it use transient memory " + in_quotes(plan.name(info.alloc)) +
                     " with no path from its allocation to it",
                 {plan.name(c), plan.name(info.alloc)});
   }
   if (info.release != TransientMemory::none &&
       (!reaches(plan, c, info.release) || c == info.release)) {
     throw Error(errc::hazard,
-                who + " would make it use transient memory " + in_quotes(plan.name(info.alloc)) +
+                who() + " would make it use transient memory " + in_quotes(plan.name(info.alloc)) +
                     " with no path from it to its free " + in_quotes(plan.name(info.release)),
                 {plan.name(c), plan.name(info.release)});
   }

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,20 +93,24 @@ inline constexpr std::size_t greedy_transients = 64;
 /// (plan/arena_layout.cpp).
 void lay_out_arena(Plan& plan, ArenaLayout how = ArenaLayout::smaller);
 
+/// Names, in an error, what gave a value (e.g. "update of command 'k'"): made only when an
+/// error is thrown, since updates check every value they take.
+using Describe = std::function<std::string()>;
+
 /// The words of `values` in slots [first, first + count) that point into `memory`'s
 /// transients, for command `c` (after an update wrote them). Words pointing into transient
 /// memory of another plan throw Error(foreign_handle), naming `who`.
 std::vector<TransientSite> find_sites(const TransientMemory& memory, const ArgumentStore& values,
                                       ArgumentStore::Slot first, std::uint32_t count,
-                                      const std::string& who);
+                                      const Describe& who);
 /// As find_sites, over bytes not yet stored: `bytes` bytes at `data` (8-byte aligned when it
 /// may hold pointers), returning the transients they reach.
 std::vector<std::uint32_t> transients_reached(const TransientMemory& memory, const void* data,
-                                              std::size_t bytes, const std::string& who);
+                                              std::size_t bytes, const Describe& who);
 /// Before an update makes command `c` of `plan` reach transient `t`: Error(hazard) unless `c`
 /// runs after its allocation and before its free (a path of edges each way). `who` names the
 /// update in the message.
 void require_within_lifetime(const Plan& plan, std::uint32_t c, std::uint32_t t,
-                             const std::string& who);
+                             const Describe& who);
 
 }  // namespace cmdgraph::detail

@@ -11,6 +11,8 @@
 #include <cmdgraph/config.hpp>
 #include <cmdgraph/error.hpp>
 
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 #include <chrono>
 
@@ -44,7 +46,8 @@ std::uint32_t locate(const ExecutableImpl& exe, detail::CommandRef ref, CommandK
   return ref.index;
 }
 
-// What an update hook checks and writes through: root command `c` of `exe`.
+// What an update hook checks and writes through: root command `c` of `exe`. An update of a
+// handle is a frame's per-command cost, so nothing here allocates in the common case.
 class ExecutableSite final : public detail::UpdateSite {
  public:
   ExecutableSite(ExecutableImpl& exe, std::uint32_t c)
@@ -62,12 +65,14 @@ class ExecutableSite final : public detail::UpdateSite {
     detail::check_changed_access(exe_.plan(), c_, std::move(access));
   }
   void require_transient_fit(const void* data, std::size_t bytes) const override {
-    exe_.check_transient_value(c_, data, bytes, "update of command '" + name_ + "'");
+    exe_.check_transient_value(c_, data, bytes,
+                               [this] { return "update of command '" + name_ + "'"; });
   }
   void write(detail::ArgumentStore::Slot slot, const void* value) override {
     detail::ArgumentStore& args = exe_.arguments_for_update();
     const auto* old = static_cast<const std::byte*>(args.data(slot));
-    written_.push_back({slot, std::vector<std::byte>(old, old + args.size(slot))});
+    written_.push_back({slot, saved_.size()});
+    saved_.insert(saved_.end(), old, old + args.size(slot));
     args.assign(slot, value);
     exe_.rebind_transients(slot, 1);
   }
@@ -79,7 +84,7 @@ class ExecutableSite final : public detail::UpdateSite {
       // old ones, given back to whatever part of the backend took the new ones already.
       detail::ArgumentStore& args = exe_.arguments_for_update();
       for (auto it = written_.rbegin(); it != written_.rend(); ++it) {
-        args.assign(it->slot, it->bytes.data());
+        args.assign(it->slot, saved_.data() + it->at);
         exe_.rebind_transients(it->slot, 1);
       }
       try {
@@ -99,12 +104,13 @@ class ExecutableSite final : public detail::UpdateSite {
  private:
   struct Written {
     detail::ArgumentStore::Slot slot;
-    std::vector<std::byte> bytes;  // what the slot held before
+    std::size_t at;  // where saved_ holds what the slot held before
   };
   ExecutableImpl& exe_;
   std::uint32_t c_;
-  std::string name_;
-  std::vector<Written> written_;
+  const std::string& name_;
+  boost::container::small_vector<Written, 8> written_;
+  boost::container::small_vector<std::byte, 256> saved_;
 };
 
 }  // namespace
