@@ -1,6 +1,7 @@
 // cmdgraph::Task: a coroutine that co_awaits launches, returns a value or an exception through
 // its future, and starts before the call returns.
 #include "support/expect_error.hpp"
+#include "support/host_programs.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
 #include <cmdgraph/task.hpp>
@@ -14,17 +15,8 @@
 #include <vector>
 
 using namespace cmdgraph;
+using cmdgraph::testing::host_exe;
 using namespace std::chrono_literals;
-
-namespace {
-
-Executable host_exe(const char* name, std::function<void()> body) {
-  CommandBuffer cmd(name);
-  cmd.host(std::move(body)).named(name);
-  return compile(cmd, Device::host());
-}
-
-}  // namespace
 
 TEST_CASE("task.returns_after_awaited_launches" * doctest::timeout(30)) {
   Queue queue(Device::host());

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -38,6 +39,27 @@ std::thread release_when_aborted(const Communicator& comm, int* flag) {
     reinterpret_cast<volatile int*>(flag)[0] = 1;
   });
 }
+
+// A held launch (held_after_collective) on a queue of its own, and the wait that ends it.
+struct HeldCollective {
+  Executable exe;
+  Queue q;
+  Fence f;
+  HeldCollective(const Communicator& comm, Backend backend, Buffer<float>& a, Buffer<float>& b,
+                 int* flag)
+      : exe(held_after_collective(comm, backend, a, b, flag)), q(comm.device()),
+        f(exe.launch(q)) {}
+  // What waiting on the queue or the fence throws (Error(`code`) expected), the launch
+  // released once the communicator is aborted.
+  std::optional<Error> wait_aborted(const Communicator& comm, int* flag, bool queue_wait,
+                                    errc code) {
+    std::thread releaser = release_when_aborted(comm, flag);
+    auto e = queue_wait ? CMDGRAPH_EXPECT_ERROR(q.wait(), code)
+                        : CMDGRAPH_EXPECT_ERROR(f.wait(), code);
+    releaser.join();
+    return e;
+  }
+};
 
 }  // namespace
 
@@ -103,13 +125,9 @@ TEST_CASE("cuda.nccl.timeout_aborts_the_communicator" * doctest::timeout(120)) {
       CAPTURE(queue_wait);
       flag[0] = 0;
       Communicator comm = single_rank(gpu, {.timeout = 200ms});
-      Executable exe = held_after_collective(comm, backend, a, b, flag.data());
-      Queue q(gpu);
-      Fence f = exe.launch(q);
-      std::thread releaser = release_when_aborted(comm, flag.data());
-      auto e = queue_wait ? CMDGRAPH_EXPECT_ERROR(q.wait(), errc::timeout)
-                          : CMDGRAPH_EXPECT_ERROR(f.wait(), errc::timeout);
-      releaser.join();
+      HeldCollective held(comm, backend, a, b, flag.data());
+      auto& [exe, q, f] = held;
+      auto e = held.wait_aborted(comm, flag.data(), queue_wait, errc::timeout);
       REQUIRE(e);
       CHECK(e->commands() == std::vector<std::string>{"sum"});
       CHECK_MESSAGE(testing::mentions(*e, "left a launch unfinished past its timeout of 200 ms"),
@@ -144,14 +162,9 @@ TEST_CASE("cuda.nccl.asynchronous_error_surfaces" * doctest::timeout(120)) {
       CAPTURE(queue_wait);
       flag[0] = 0;
       Communicator comm = single_rank(gpu);
-      Executable exe = held_after_collective(comm, backend, a, b, flag.data());
-      Queue q(gpu);
-      Fence f = exe.launch(q);
+      HeldCollective held(comm, backend, a, b, flag.data());
       FaultInjection::fail_next_async_poll(ncclRemoteError);
-      std::thread releaser = release_when_aborted(comm, flag.data());
-      auto e = queue_wait ? CMDGRAPH_EXPECT_ERROR(q.wait(), errc::nccl_error)
-                          : CMDGRAPH_EXPECT_ERROR(f.wait(), errc::nccl_error);
-      releaser.join();
+      auto e = held.wait_aborted(comm, flag.data(), queue_wait, errc::nccl_error);
       FaultInjection::fail_next_async_poll(0);
       REQUIRE(e);
       CHECK(e->commands() == std::vector<std::string>{"sum"});

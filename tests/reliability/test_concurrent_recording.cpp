@@ -16,6 +16,35 @@
 
 using namespace cmdgraph;
 
+namespace {
+
+// Runs `background` on another thread and `foreground` on this one, each again and again,
+// until one of them is refused with Error(concurrent_use) (90 s at most: a busy machine that
+// keeps them apart only makes the test longer). Returns how many calls were refused.
+template <class Background, class Foreground>
+int race_until_refused(Background background, Foreground foreground) {
+  std::atomic<int> caught{0};
+  std::atomic<bool> done{false};
+  auto attempt = [&caught](auto& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      CHECK(e.code() == errc::concurrent_use);
+      ++caught;
+    }
+  };
+  std::thread other([&] {
+    while (!done) attempt(background);
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (caught == 0 && std::chrono::steady_clock::now() < give_up) attempt(foreground);
+  done = true;
+  other.join();
+  return caught;
+}
+
+}  // namespace
+
 TEST_CASE("reliability.two_threads_recording_one_buffer" * doctest::timeout(120)) {
   // One thread keeps the buffer busy with calls that take a while (an edge from each of 20,000
   // commands, validated before any is added), the other records single commands: whenever both
@@ -25,32 +54,14 @@ TEST_CASE("reliability.two_threads_recording_one_buffer" * doctest::timeout(120)
   std::vector<Command> many;
   for (int i = 0; i < 20000; ++i) many.push_back(cmd.host([] {}));
   const Command sink = cmd.host([] {});
-  std::atomic<int> caught{0}, recorded{0};
-  std::atomic<bool> done{false};
-  std::thread busy([&] {
-    while (!done) {
-      try {
-        Command(sink).after_all(many);
-      } catch (const Error& e) {
-        CHECK(e.code() == errc::concurrent_use);
-        ++caught;
-      }
-    }
-  });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (caught == 0 && std::chrono::steady_clock::now() < give_up) {
-    try {
-      cmd.host([] {});
-      ++recorded;
-    } catch (const Error& e) {
-      CHECK(e.code() == errc::concurrent_use);
-      ++caught;
-    }
-  }
-  done = true;
-  busy.join();
+  int recorded = 0;
+  const int caught = race_until_refused([&] { Command(sink).after_all(many); },
+                                        [&] {
+                                          cmd.host([] {});
+                                          ++recorded;
+                                        });
   CHECK(caught > 0);
-  CHECK(cmd.size() == 20001 + static_cast<std::size_t>(recorded.load()));  // nothing half-recorded
+  CHECK(cmd.size() == 20001 + static_cast<std::size_t>(recorded));  // nothing half-recorded
   Queue q(Device::host());
   compile(cmd, Device::host()).launch(q).wait();
 }
@@ -69,31 +80,13 @@ TEST_CASE("reliability.update_racing_launch" * doctest::timeout(120)) {
   record(cmd, 1);
   Executable exe = compile(cmd, Device::host());
   Queue q(Device::host());
-  std::atomic<int> caught{0};
-  std::atomic<bool> done{false};
-  std::thread updater([&] {
-    while (!done) {
-      CommandBuffer again("raced");
-      record(again, 2);
-      try {
+  const int caught = race_until_refused(
+      [&] {
+        CommandBuffer again("raced");
+        record(again, 2);
         exe.update(again);
-      } catch (const Error& e) {
-        CHECK(e.code() == errc::concurrent_use);
-        ++caught;
-      }
-    }
-  });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (caught == 0 && std::chrono::steady_clock::now() < give_up) {
-    try {
-      exe.launch(q).wait();
-    } catch (const Error& e) {
-      CHECK(e.code() == errc::concurrent_use);
-      ++caught;
-    }
-  }
-  done = true;
-  updater.join();
+      },
+      [&] { exe.launch(q).wait(); });
   q.wait();
   CHECK(caught > 0);
   CommandBuffer last("raced");

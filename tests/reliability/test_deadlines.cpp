@@ -34,6 +34,20 @@ std::thread open_later(Gate& gate) {
   });
 }
 
+// A launch on the host whose one task waits at `gate`.
+struct HeldLaunch {
+  Gate gate;
+  Executable exe = compile_held(gate);
+  Queue queue{Device::host()};
+  Fence fence = exe.launch(queue);
+
+  static Executable compile_held(Gate& gate) {
+    CommandBuffer cmd("held");
+    cmd.host([&gate] { gate.pass(); });
+    return compile(cmd, Device::host());
+  }
+};
+
 }  // namespace
 
 TEST_CASE("reliability.deadline_saturates") {
@@ -47,28 +61,18 @@ TEST_CASE("reliability.deadline_saturates") {
 }
 
 TEST_CASE("reliability.fence_wait_for_max_waits" * doctest::timeout(60)) {
-  Gate gate;
-  CommandBuffer cmd("held");
-  cmd.host([&gate] { gate.pass(); });
-  Executable exe = compile(cmd, Device::host());
-  Queue queue(Device::host());
-  Fence fence = exe.launch(queue);
-  std::thread opener = open_later(gate);
-  CHECK(fence.wait_for(forever));
-  CHECK(fence.ready());
+  HeldLaunch held;
+  std::thread opener = open_later(held.gate);
+  CHECK(held.fence.wait_for(forever));
+  CHECK(held.fence.ready());
   opener.join();
 }
 
 TEST_CASE("reliability.queue_wait_for_max_waits" * doctest::timeout(60)) {
-  Gate gate;
-  CommandBuffer cmd("held");
-  cmd.host([&gate] { gate.pass(); });
-  Executable exe = compile(cmd, Device::host());
-  Queue queue(Device::host());
-  Fence fence = exe.launch(queue);
-  std::thread opener = open_later(gate);
-  CHECK(queue.wait_for(forever));
-  CHECK(fence.ready());
+  HeldLaunch held;
+  std::thread opener = open_later(held.gate);
+  CHECK(held.queue.wait_for(forever));
+  CHECK(held.fence.ready());
   opener.join();
 }
 
@@ -84,12 +88,10 @@ TEST_CASE("reliability.semaphore_wait_max_waits" * doctest::timeout(60)) {
 }
 
 TEST_CASE("reliability.negative_timeouts_poll" * doctest::timeout(60)) {
-  Gate gate;
-  CommandBuffer cmd("held");
-  cmd.host([&gate] { gate.pass(); });
-  Executable exe = compile(cmd, Device::host());
-  Queue queue(Device::host());
-  Fence fence = exe.launch(queue);
+  HeldLaunch held;
+  Fence& fence = held.fence;
+  Queue& queue = held.queue;
+  Gate& gate = held.gate;
   TimelineSemaphore semaphore(0);
   CHECK_FALSE(fence.wait_for(never));
   CHECK_FALSE(queue.wait_for(never));

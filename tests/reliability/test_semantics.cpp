@@ -1,6 +1,8 @@
 // Semantics a new user hit (issue 20), on the host backend: an event wait sees the latest
 // record submitted before it, across queues; refused updates name the first difference;
-// updates with a handle of another buffer name that command.
+// updates with a handle of another buffer name that command; and on every backend, errors
+// reported by every wait that covers them.
+#include "support/backends.hpp"
 #include "support/expect_error.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
@@ -143,19 +145,27 @@ TEST_CASE("reliability.then_callback_errors_are_cmdgraph_errors" * doctest::time
   q.wait();
 }
 
-TEST_CASE("reliability.errors_are_reported_by_every_wait_that_covers_them" * doctest::timeout(30)) {
-  // One rule: a fence reports its launch's error each time it is waited on, and the queue's
-  // next wait reports it too; the queue wait after that starts afresh.
-  Queue q(Device::host());
-  CommandBuffer cmd("fails");
-  cmd.host([] { throw std::runtime_error("boom"); }).named("bad");
-  Executable exe = compile(cmd, Device::host());
-  Fence f = exe.launch(q);
-  CMDGRAPH_EXPECT_ERROR(f.wait(), errc::host_task_failed);
-  CMDGRAPH_EXPECT_ERROR(f.wait(), errc::host_task_failed);
-  auto e = CMDGRAPH_EXPECT_ERROR(q.wait(), errc::host_task_failed);
-  REQUIRE(e);
-  CHECK(e->commands() == std::vector<std::string>{"bad"});
-  q.wait();  // reported: this wait covers nothing new
-  CMDGRAPH_EXPECT_ERROR(f.wait(), errc::host_task_failed);  // the fence still holds it
+TEST_CASE("reliability.errors_are_reported_by_every_wait_that_covers_them" * doctest::timeout(60)) {
+  // One rule on every backend: a fence reports its launch's error each time it is waited on,
+  // and the queue's next wait reports it too; the queue wait after that starts afresh. A
+  // continuation's exception is its fence's error, and the queue's.
+  CMDGRAPH_EACH_BACKEND(on) {
+    Queue q(on.device);
+    CommandBuffer cmd("fails");
+    cmd.host([] { throw std::runtime_error("boom"); }).named("bad");
+    Executable exe = compile(cmd, on.device, on.options());
+    Fence f = exe.launch(q);
+    CMDGRAPH_EXPECT_ERROR(f.wait(), errc::host_task_failed);
+    CMDGRAPH_EXPECT_ERROR(f.wait(), errc::host_task_failed);
+    auto e = CMDGRAPH_EXPECT_ERROR(q.wait(), errc::host_task_failed);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{"bad"});
+    q.wait();  // reported: this wait covers nothing new
+    CMDGRAPH_EXPECT_ERROR(f.wait(), errc::host_task_failed);  // the fence still holds it
+    Fence raw = exe.launch(q).then([](std::exception_ptr) { throw std::runtime_error("late"); });
+    auto c = CMDGRAPH_EXPECT_ERROR(raw.wait(), errc::host_task_failed);
+    REQUIRE(c);
+    CHECK(testing::mentions(*c, "late"));
+    CMDGRAPH_EXPECT_ERROR(q.wait(), errc::host_task_failed);
+  }
 }

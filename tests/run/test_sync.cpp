@@ -1,6 +1,7 @@
 // Fences in every form, events on queues, timeline semaphores and queue pools on the host
 // backend; the same contracts the GPU suite checks on CUDA.
 #include "support/expect_error.hpp"
+#include "support/host_programs.hpp"
 #include "support/task.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
@@ -16,19 +17,9 @@
 #include <thread>
 
 using namespace cmdgraph;
+using cmdgraph::testing::host_exe;
 using cmdgraph::testing::Task;
 using namespace std::chrono_literals;
-
-namespace {
-
-Executable host_exe(const char* name, std::function<void()> body) {
-  CommandBuffer cmd(name);
-  cmd.host(std::move(body)).named(name);
-  return compile(cmd, Device::host());
-}
-
-
-}  // namespace
 
 TEST_CASE("sync.fence.then_on_the_callback_thread" * doctest::timeout(30)) {
   Queue q(Device::host());
