@@ -145,12 +145,18 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   if (plan->hazards.applied == Hazards::off) validate_transient_edges(*plan);
   check_transients(*plan);
   plan->shape = shape;
-  if (shape) plan->shaping = std::make_shared<const GraphShaping>(shape_graph(*plan, *shape));
   cache.emplace(&rec, plan);
   return plan;
 }
 
 }  // namespace
+
+std::shared_ptr<const GraphShaping> Plan::shaping() const {
+  std::call_once(shaping_.once, [this] {
+    if (shape) shaping_.value = std::make_shared<const GraphShaping>(shape_graph(*this, *shape));
+  });
+  return shaping_.value;
+}
 
 std::size_t count_prioritised(const Plan& plan) {
   std::size_t count = 0;

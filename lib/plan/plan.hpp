@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -54,10 +55,7 @@ struct Plan {
   std::shared_ptr<const LabelStore> labels;  // what the recording's declarations point at
   HazardSummary hazards;                // what the access analysis did
   TransientMemory memory;               // its transients (alloc): uses, lifetimes, arena layout
-  // Graph shaping of the top level, as compile() asked for a graph (PlanOptions::shape):
-  // computed once here, shared by every instance and clone of the executable.
-  std::optional<GraphShape> shape;
-  std::shared_ptr<const GraphShaping> shaping;  // null unless `shape`
+  std::optional<GraphShape> shape;      // the graph shaping asked for (PlanOptions::shape)
 
   std::size_t size() const noexcept { return commands.size(); }
   const CommandRecord& command(std::uint32_t c) const { return commands[c]; }
@@ -74,11 +72,26 @@ struct Plan {
   std::span<const std::shared_ptr<const Plan>> bodies_of(std::uint32_t c) const noexcept {
     return bodies[c];
   }
+  /// The lane edges of the top level as `shape` asks (null without one): worked out when a
+  /// graph is first built of the plan, once, and shared by every instance and clone (an update
+  /// in place keeps its graph's and never asks). Thread-safe.
+  std::shared_ptr<const GraphShaping> shaping() const;
   /// True when the reduced edge parent -> child is programmatic (EdgeKind::programmatic).
   bool is_programmatic(std::uint32_t parent, std::uint32_t child) const noexcept {
     return !programmatic.empty() &&
            std::binary_search(programmatic.begin(), programmatic.end(), Edge{parent, child});
   }
+
+ private:
+  // shaping(), worked out at most once; a copy of the plan works it out again.
+  struct ShapingOnce {
+    std::once_flag once;
+    std::shared_ptr<const GraphShaping> value;
+    ShapingOnce() = default;
+    ShapingOnce(const ShapingOnce&) noexcept {}
+    ShapingOnce& operator=(const ShapingOnce&) noexcept { return *this; }
+  };
+  mutable ShapingOnce shaping_;
 };
 
 /// What a plan is built for.

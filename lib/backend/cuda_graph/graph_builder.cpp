@@ -187,7 +187,7 @@ BuiltGraph GraphBuilder::build(const Plan& plan, ExecutableValues& args,
   bound_ = bound;
   allocations_.assign(plan.memory.list.size(), nullptr);
   out.root = &plan;
-  out.shaping = shaped ? std::move(shaped) : plan.shaping;
+  out.shaping = shaped ? std::move(shaped) : plan.shaping();
   out.graph = cuda::create_graph(cuda::for_executable(plan.buffer_name));
   if (cupti_) out.cupti = std::make_shared<CuptiTiming>();
   cudaGraphNode_t root = nullptr;
