@@ -120,6 +120,14 @@ struct CompileOptions {
   /// The edges the cuda_graph backend adds to make CUDA's launch cheap (see GraphShape): by
   /// default only when every command that takes a lane has a cost, else none.
   GraphShape shape = GraphShape::automatic();
+  /// One set of rules on every backend: the host backend refuses the structures CUDA devices
+  /// refuse whatever the device (host tasks and events in the body of a conditional command;
+  /// a conditional command inside an executed buffer), with the error compile() would throw for
+  /// a GPU, naming the same command, so a program tested on a CPU machine compiles on a GPU
+  /// one. False lets a host-only program use what only the host backend runs. The CUDA
+  /// backends always refuse them. (A memory operation's target in pageable memory is refused
+  /// by the CUDA backends alone: without a GPU, a HostBuffer is pageable memory too.)
+  bool portable = true;
 };
 
 /// What write_dot draws besides commands and the edges kept by the transitive reduction.

@@ -31,6 +31,8 @@ struct KindTraits {
                                   ///< commands sit between two joins (an executed buffer)
   bool reaches_peers = false;     ///< may touch another GPU's memory (a peer copy); other
                                   ///< kinds touch their own device's and host memory only
+  bool pinned_or_device = false;  ///< touches only memory a GPU reaches directly, device or
+                                  ///< pinned, never pageable (a memory operation)
 };
 
 }  // namespace cmdgraph::detail

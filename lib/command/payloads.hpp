@@ -254,7 +254,7 @@ struct ValueOp {
 struct WriteValuePayload : ValueOp {
   static constexpr KindTraits traits{.kind = CommandKind::write_value, .name = "write_value",
                                      .dot_shape = "rarrow", .updatable = true,
-                                     .in_device_loop = false};
+                                     .in_device_loop = false, .pinned_or_device = true};
   static WriteValuePayload record(RecordSite& site, const CommandValues& values) {
     return {recorded(site, values, false)};
   }
@@ -263,7 +263,7 @@ struct WriteValuePayload : ValueOp {
 struct WaitValuePayload : ValueOp {
   static constexpr KindTraits traits{.kind = CommandKind::wait_value, .name = "wait_value",
                                      .dot_shape = "larrow", .updatable = true,
-                                     .in_device_loop = false};
+                                     .in_device_loop = false, .pinned_or_device = true};
   static WaitValuePayload record(RecordSite& site, const CommandValues& values) {
     return {recorded(site, values, true)};
   }

@@ -352,8 +352,11 @@ void Session::compile_buffer(ByteReader& in) {
                                          Backend::streams};
   CommandBuffer& cmd = pick_buffer(in);
   Executable& slot = pick_executable(in);
-  const CompileOptions options{backends[in.below(4)], static_cast<unsigned>(in.below(5)),
-                               in.below(4) == 0};
+  CompileOptions options{backends[in.below(4)], static_cast<unsigned>(in.below(5)),
+                         in.below(4) == 0};
+  // Backend::host runs host-only programs too (host tasks in bodies); the others keep the rules
+  // every backend shares, so the fuzzer reaches both.
+  options.portable = options.backend != Backend::host;
   std::uint64_t size = 0;
   try {
     size = expanded_size(cmd);

@@ -3,6 +3,7 @@
 #include "backend/cuda_commands/cuda_commands.hpp"
 
 #include "backend/cuda_commands/collective_forms.hpp"
+#include "backend/cuda_rules.hpp"
 #include "cuda/runtime.hpp"
 #include "cuda/stream_ops.hpp"
 #include "error/task_failure.hpp"
@@ -53,19 +54,11 @@ cuda::MemoryOp memory_op(const ValueSpec& v) {
 
 // ---- Checks: can the command run on this device, where it sits? ----
 
-// Where a command sits. A conditional command's body on CUDA is a conditional node's body
-// graph, which takes no host, event or capture nodes; an executed buffer becomes a child graph
-// that CUDA clones, which must not hold a conditional node (its handle belongs to the graph it
-// was made in).
-struct Within {
-  bool conditional = false;
-  bool executed = false;
-};
-
+// What this device needs of each command (where a command sits, cuda_rules checked first).
 class Check {
  public:
-  Check(const Plan& plan, std::uint32_t c, const Plan& root, int device, Within within)
-      : plan_(plan), c_(c), root_(root), device_(device), within_(within) {}
+  Check(const Plan& plan, std::uint32_t c, const Plan& root, int device)
+      : plan_(plan), c_(c), root_(root), device_(device) {}
 
   void operator()(const KernelPayload&) const {}
   void operator()(const ParallelForPayload& p) const {
@@ -86,7 +79,7 @@ class Check {
   void operator()(const HostPayload&) const {}
   void operator()(const EventRecordPayload& p) const { event(*p.event, false); }
   void operator()(const EventWaitPayload& p) const { event(*p.event, true); }
-  void operator()(const NestedPayload&) const { bodies({within_.conditional, true}); }
+  void operator()(const NestedPayload&) const { bodies(); }
   void operator()(const CapturePayload&) const {}
   void operator()(const BarrierPayload&) const {}
   void operator()(const LoopPayload& p) const { conditional(p.condition); }
@@ -101,29 +94,25 @@ class Check {
   void operator()(const IfElsePayload& p) const { conditional(p.condition); }
   void operator()(const SwitchPayload& p) const { conditional(p.condition); }
   void operator()(const WriteValuePayload& p) const {
-    value_target(plan_.arguments().get<ValueSpec>(p.spec).target);
+    memory(plan_.arguments().get<ValueSpec>(p.spec).target, false);
   }
   void operator()(const WaitValuePayload& p) const {
-    value_target(plan_.arguments().get<ValueSpec>(p.spec).target);
+    memory(plan_.arguments().get<ValueSpec>(p.spec).target, false);
   }
 
-  /// Checks every command of `plan` where `within` says it sits.
-  static void all(const Plan& plan, const Plan& root, int device, Within within) {
+  /// Checks every command of `plan`.
+  static void all(const Plan& plan, const Plan& root, int device) {
     for (std::uint32_t c = 0; c < plan.size(); ++c) {
-      const Check check(plan, c, root, device, within);
-      if (within.conditional && !traits(plan.kind(c)).in_device_loop) {
-        check.refuse(errc::unsupported,
-                     "the body of a loop, if or switch on a CUDA device holds only kernels, "
-                     "parallel_for, copies, fills, executed buffers, loops, ifs and switches (a "
-                     "conditional node's body graph)");
-      }
-      std::visit(check, plan.payload(c));
+      std::visit(Check(plan, c, root, device), plan.payload(c));
     }
   }
 
-  // A device reaches host memory and its own; a copy may also reach another GPU (a peer
-  // copy), for which peer access is opened here.
+  // A device reaches host memory and its own (a memory operation pinned host memory only); a
+  // copy may also reach another GPU (a peer copy), for which peer access is opened here.
   void memory(const MemoryRange& r, bool peer_allowed) const {
+    if (std::string why = cuda_memory_breach(plan_.kind(c_), r); !why.empty()) {
+      refuse(errc::unsupported, why);
+    }
     // Transient memory is the executing device's own.
     if (r.space != MemorySpace::device || r.device == device_ || r.device == transient_device) {
       return;
@@ -146,16 +135,6 @@ class Check {
   }
 
  private:
-  // What a stream memory operation reaches: device memory (this device's or, with peer
-  // access, another's) and pinned host memory, not pageable host memory.
-  void value_target(const MemoryRange& r) const {
-    if (r.space == MemorySpace::host && r.device != transient_device) {
-      refuse(errc::unsupported,
-             "its target is pageable host memory, which a GPU's memory operation cannot reach "
-             "(use device memory or a HostBuffer)");
-    }
-    memory(r, false);
-  }
   // A device records only its own events but may wait for any GPU's, as a stream may.
   void event(const EventState& e, bool waits) const {
     const Device d = e.device();
@@ -165,31 +144,23 @@ class Check {
                  (d.is_cuda() ? " (a device records only its own events)" : ""));
     }
   }
-  void bodies(Within within) const {
-    for (const auto& body : plan_.bodies_of(c_)) all(*body, root_, device_, within);
+  void bodies() const {
+    for (const auto& body : plan_.bodies_of(c_)) all(*body, root_, device_);
   }
   // A command that runs its body through a conditional node.
   void conditional(const Condition& condition) const {
-    if (within_.executed) {
-      refuse(errc::unsupported,
-             std::string("a ") + std::string(traits(plan_.kind(c_)).name) +
-                 " inside an executed buffer is not supported on CUDA devices (CUDA cannot "
-                 "clone a conditional node into a child graph); record it in the buffer that "
-                 "executes it");
-    }
     if (!condition.device_kernel) {
       refuse(errc::unsupported,
              "its condition or selector has no device version (record it in a translation unit "
              "compiled by nvcc, with a __host__ __device__ call operator)");
     }
-    bodies({true, within_.executed});
+    bodies();
   }
 
   const Plan& plan_;
   std::uint32_t c_;
   const Plan& root_;
   int device_;
-  Within within_;
 };
 
 // ---- Launch parameters of the kinds that run one kernel ----
@@ -407,10 +378,17 @@ struct StreamForm {
 
 }  // namespace
 
-void check_runs_on_device(const Plan& plan, int device) { Check::all(plan, plan, device, {}); }
+void check_runs_on_device(const Plan& plan, int device) {
+  if (const auto breach = cuda_structure_breach(plan)) {
+    throw Error(errc::unsupported,
+                "command '" + breach->command + "' cannot run on this CUDA device: " + breach->why,
+                {breach->command});
+  }
+  Check::all(plan, plan, device);
+}
 
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device) {
-  Check(plan, c, plan, device, {}).memory(r, traits(plan.kind(c)).reaches_peers);
+  Check(plan, c, plan, device).memory(r, traits(plan.kind(c)).reaches_peers);
 }
 
 std::optional<int> kernel_priority(const CommandRecord& command, int device,

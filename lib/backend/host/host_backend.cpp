@@ -1,6 +1,7 @@
 // lower_to_host: refuse what the CPU cannot run, flatten, and wrap in HostExecutable.
 #include "backend/host/host_backend.hpp"
 
+#include "backend/cuda_rules.hpp"
 #include "backend/host/host_commands.hpp"
 #include "backend/host/host_launch.hpp"
 #include "backend/executable_values.hpp"
@@ -23,13 +24,26 @@ namespace {
               {name});
 }
 
-void check_runs_on_host(const Plan& plan, const Plan& root) {
+void check_commands_on_host(const Plan& plan, const Plan& root) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (const HostRefusal refusal = host_refusal(plan.payload(c), plan.arguments())) {
       refuse(plan, c, root, refusal);
     }
-    for (const auto& body : plan.bodies_of(c)) check_runs_on_host(*body, root);
+    for (const auto& body : plan.bodies_of(c)) check_commands_on_host(*body, root);
   }
+}
+
+// Throws, naming the first command of `plan` the host cannot run, or (with `portable`) a CUDA
+// device would refuse.
+void check_runs_on_host(const Plan& plan, bool portable) {
+  if (const auto breach = portable ? cuda_structure_breach(plan) : std::nullopt) {
+    throw Error(errc::unsupported,
+                "command '" + breach->command + "' cannot run on the host backend: " +
+                    breach->why + " (the host backend refuses what CUDA devices refuse; "
+                    "CompileOptions::portable = false lets a host-only program through)",
+                {breach->command});
+  }
+  check_commands_on_host(plan, plan);
 }
 
 // The event generations of one launch of `flat`, taken as it is submitted: a wait sees the
@@ -120,8 +134,9 @@ std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan, 
   return program;
 }
 
-std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan) {
-  check_runs_on_host(*plan, *plan);
+std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan,
+                                                bool portable) {
+  check_runs_on_host(*plan, portable);
   const Plan& root = *plan;
   return program_of(std::move(plan), root);
 }
@@ -136,9 +151,9 @@ std::shared_ptr<void> host_arena(const Plan& plan) {
 class HostExecutable final : public ExecutableImpl {
  public:
   HostExecutable(std::shared_ptr<const HostProgram> program, ExecutableStats stats,
-                 unsigned profile_every)
+                 unsigned profile_every, bool portable)
       : ExecutableImpl(program->plan, Device::host(), std::move(stats), profile_every),
-        program_(std::move(program)),
+        program_(std::move(program)), portable_(portable),
         profile_(profiling() ? std::make_shared<HostProfileStore>() : nullptr) {
     place_transients(*program_->plan, program_->plan->values, TransientBinding(*program_->plan));
   }
@@ -174,7 +189,8 @@ class HostExecutable final : public ExecutableImpl {
   }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    auto copy = std::make_unique<HostExecutable>(program_, stats_for_clone(), profile_every());
+    auto copy = std::make_unique<HostExecutable>(program_, stats_for_clone(), profile_every(),
+                                                 portable_);
     std::lock_guard lock(mutex_);
     // Its own arena, with the values (updates included) pointing there.
     copy->place_transients(*program_->plan, arguments_.shared(), transients_);
@@ -194,11 +210,11 @@ class HostExecutable final : public ExecutableImpl {
   }
 
  private:
-  void check_runs(const Plan& plan) const override { check_runs_on_host(plan, plan); }
+  void check_runs(const Plan& plan) const override { check_runs_on_host(plan, portable_); }
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
                     const UpdateOptions&) override {
-    auto program = make_program(plan);
+    auto program = make_program(plan, portable_);
     std::lock_guard lock(mutex_);
     // A fresh arena: launches in flight keep the old one through the stores they hold.
     place_transients(*plan, plan->values, TransientBinding(*plan));
@@ -232,6 +248,7 @@ class HostExecutable final : public ExecutableImpl {
   }
 
   std::shared_ptr<const HostProgram> program_;
+  bool portable_;  // CompileOptions::portable
   mutable std::mutex mutex_;
   std::shared_ptr<void> arena_;  // the transients' memory, if any
   ExecutableValues arguments_{nullptr};
@@ -244,8 +261,9 @@ class HostExecutable final : public ExecutableImpl {
 std::unique_ptr<ExecutableImpl> lower_to_host(std::shared_ptr<const Plan> plan,
                                               const CompileOptions& options, ExecutableStats stats) {
   stats.backend = Backend::host;
-  return std::make_unique<HostExecutable>(make_program(std::move(plan)), std::move(stats),
-                                          options.profile_every);
+  return std::make_unique<HostExecutable>(make_program(std::move(plan), options.portable),
+                                          std::move(stats), options.profile_every,
+                                          options.portable);
 }
 
 }  // namespace cmdgraph::detail
