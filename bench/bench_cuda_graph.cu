@@ -263,17 +263,10 @@ void update_time() {
   // Raw: a chain of 1000 store kernels, updated node by node.
   cudaGraph_t g;
   BENCH_CUDA(cudaGraphCreate(&g, 0));
-  std::vector<cudaGraphNode_t> nodes;
-  int one = 1, zero = 0;
+  int one = 1;
   int* ptr = out.data();
-  for (int i = 0; i < n; ++i) {
-    void* args[] = {&one, &zero, &ptr};
-    const cudaKernelNodeParams p = bench::one_thread_node(&store_kernel, args);
-    cudaGraphNode_t node;
-    BENCH_CUDA(cudaGraphAddKernelNode(&node, g, nodes.empty() ? nullptr : &nodes.back(),
-                                      nodes.empty() ? 0 : 1, &p));
-    nodes.push_back(node);
-  }
+  const std::vector<cudaGraphNode_t> nodes =
+      bench::kernel_chain(g, &store_kernel, n, [&](int) { return std::tuple{1, 0, ptr}; });
   cudaGraphExec_t exec;
   BENCH_CUDA(cudaGraphInstantiate(&exec, g, 0));
   CommandBuffer cmd("updates");

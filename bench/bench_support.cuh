@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #define BENCH_CUDA(call)                                                                  \
@@ -44,6 +45,28 @@ cudaKernelNodeParams one_thread_node(void (*kernel)(P...), void** args) {
   p.blockDim = dim3(1);
   p.kernelParams = args;
   return p;
+}
+
+/// A chain of `n` one-thread nodes of `kernel` added to `g`, node i with the arguments
+/// `arguments(i)` returns (a std::tuple of the parameters); the nodes in order.
+template <class... P, class Arguments>
+std::vector<cudaGraphNode_t> kernel_chain(cudaGraph_t g, void (*kernel)(P...), int n,
+                                          Arguments arguments) {
+  std::vector<cudaGraphNode_t> nodes;
+  for (int i = 0; i < n; ++i) {
+    std::tuple<P...> values = arguments(i);
+    std::apply(
+        [&](auto&... v) {
+          void* args[] = {&v...};
+          const cudaKernelNodeParams p = one_thread_node(kernel, args);
+          cudaGraphNode_t node;
+          BENCH_CUDA(cudaGraphAddKernelNode(&node, g, nodes.empty() ? nullptr : &nodes.back(),
+                                            nodes.empty() ? 0 : 1, &p));
+          nodes.push_back(node);
+        },
+        values);
+  }
+  return nodes;
 }
 
 /// What `enqueue` enqueues on `s`, captured and instantiated, its upload started.

@@ -209,6 +209,11 @@ struct UpdateOptions {
 struct UpdateResult {
   bool reinstantiated = false;  ///< true: the executable was rebuilt rather than updated in place
   std::string reason;           ///< why it was rebuilt (empty when updated in place)
+  /// The top-level commands the update changed: those whose values differ from the
+  /// executable's (each set alone, the others untouched) when only values changed; every
+  /// command when more did (another host task, event or body, another structure), which
+  /// rebuilds what the backend launches from the whole buffer.
+  std::size_t commands_changed = 0;
 };
 
 namespace detail {

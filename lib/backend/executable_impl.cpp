@@ -6,6 +6,8 @@
 #include <cmdgraph/error.hpp>
 
 #include <algorithm>
+#include <cstddef>
+#include <vector>
 
 namespace cmdgraph::detail {
 namespace {
@@ -81,10 +83,59 @@ UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
                                          const UpdateOptions& options) {
   check_runs(*plan);
   const Difference difference = structural_difference(*plan_, *plan);
-  if (difference && !options.reinstantiate_if_needed) {
+  if (!difference) {
+    if (const auto changed = changed_values(*plan_, current_values(), *plan)) {
+      if (take_values(plan, *changed)) return {false, {}, changed->size()};
+    }
+  } else if (!options.reinstantiate_if_needed) {
     refuse_update(difference.what, {difference.command});
   }
-  return take(std::move(plan), difference, options);
+  const std::size_t commands = plan->size();
+  UpdateResult result = take(std::move(plan), difference, options);
+  result.commands_changed = commands;
+  return result;
+}
+
+bool ExecutableImpl::take_values(std::shared_ptr<const Plan> plan,
+                                 const std::vector<std::uint32_t>& changed) {
+  ArgumentStore& args = arguments_for_update();
+  const ArgumentStore& next = plan->arguments();
+  auto first_slot = [&plan](std::uint32_t c) {
+    return c == 0 ? ArgumentStore::Slot{0} : plan->command(c - 1).slots_end;
+  };
+  std::vector<std::byte> saved;  // what the changed slots held, to give back on a refusal
+  for (std::uint32_t c : changed) {
+    for (ArgumentStore::Slot s = first_slot(c); s < plan->command(c).slots_end; ++s) {
+      const auto* old = static_cast<const std::byte*>(args.data(s));
+      saved.insert(saved.end(), old, old + args.size(s));
+      args.assign(s, next.data(s));
+    }
+  }
+  std::size_t applied = 0;
+  try {
+    for (; applied < changed.size(); ++applied) apply_update(changed[applied]);
+  } catch (const Error&) {
+    // The whole path decides (it may rebuild, or refuse naming the command); first every
+    // command set so far, and the one refused, takes its old values again.
+    std::size_t at = 0;
+    for (std::uint32_t c : changed) {
+      for (ArgumentStore::Slot s = first_slot(c); s < plan->command(c).slots_end; ++s) {
+        args.assign(s, saved.data() + at);
+        at += args.size(s);
+      }
+    }
+    for (std::size_t i = 0; i <= applied; ++i) {
+      try {
+        apply_update(changed[i]);
+      } catch (const Error&) {  // refused again: it never took the new values
+      }
+    }
+    return false;
+  }
+  // The same commands and events: only the plan moves on (names, handles, declared access).
+  if (!lowered_) lowered_ = plan_;
+  plan_ = std::move(plan);
+  return true;
 }
 
 void ExecutableImpl::refuse_update(const std::string& why, std::vector<std::string> commands,
@@ -115,6 +166,7 @@ void ExecutableImpl::write_cuda_dot(const std::string&) const {
 void ExecutableImpl::replace_plan(std::shared_ptr<const Plan> plan) {
   recorded_events_ = events_recorded_by(*plan);
   plan_ = std::move(plan);
+  lowered_.reset();
 }
 
 }  // namespace cmdgraph::detail

@@ -42,6 +42,8 @@ class ExecutableImpl {
   /// The values update() writes into; launches from now on use them, a launch in flight
   /// keeps the values it started with.
   virtual ArgumentStore& arguments_for_update() = 0;
+  /// The values launches from now on use, read without taking them for writing.
+  virtual const ArgumentStore& current_values() const = 0;
   /// Makes the values of root command `c` (an updatable kind), already written, take effect.
   virtual void apply_update(std::uint32_t c) = 0;
   /// Throws, naming root command `c`, unless this executable's device can reach `r`.
@@ -61,7 +63,8 @@ class ExecutableImpl {
 
   /// Takes a re-recorded plan: refuses it (naming the command) when this backend cannot run
   /// it, or when its structure differs and `options` do not allow a rebuild; else takes it in
-  /// place, or rebuilds.
+  /// place (when only values changed, command by command as updates by handle do), or
+  /// rebuilds.
   UpdateResult update_from(std::shared_ptr<const Plan> plan, const UpdateOptions& options);
 
   /// The timings of the most recent launch, waiting for it; Error(wrong_state) when not
@@ -137,6 +140,11 @@ class ExecutableImpl {
   virtual std::optional<Profile> read_last_profile() const = 0;
 
   void replace_plan(std::shared_ptr<const Plan> plan);
+  /// The plan this backend built what it launches from: plan(), or the one before updates that
+  /// changed values alone (take_values), which only replace plan() and keep this one alive.
+  const std::shared_ptr<const Plan>& lowered_plan() const noexcept {
+    return lowered_ ? lowered_ : plan_;
+  }
 
   /// Where the current plan's transients are and which argument words point into them; each
   /// backend binds them as it places them (update and clone rebind through it).
@@ -146,7 +154,13 @@ class ExecutableImpl {
                                   std::vector<std::string> commands = {}, int cuda_status = 0) const;
 
  private:
+  /// Writes the values of commands `changed` of `plan` (of this executable's structure, with
+  /// the same commands but for their values) and applies them; false, with nothing changed,
+  /// when the backend refuses one.
+  bool take_values(std::shared_ptr<const Plan> plan, const std::vector<std::uint32_t>& changed);
+
   std::shared_ptr<const Plan> plan_;
+  std::shared_ptr<const Plan> lowered_;  // see lowered_plan(); null when plan_ is it
   const std::string name_;
   Device device_;
   mutable ExecutableStats stats_;  // mutable for edges_unneeded, counted once under lint_mutex_

@@ -41,6 +41,7 @@ ArgumentStore::Slot ArgumentStore::add(const KernelParam& param) {
   const std::size_t offset = (used_ + align - 1) / align * align;
   reserve(offset + param.size);
   if (param.size) std::memcpy(bytes_.get() + offset, param.value, param.size);
+  if (param.clear_padding) param.clear_padding(bytes_.get() + offset);
   used_ = offset + param.size;
   slots_.push_back({static_cast<std::uint32_t>(offset), param.size});
   return static_cast<Slot>(slots_.size() - 1);

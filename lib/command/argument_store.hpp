@@ -29,7 +29,7 @@ class ArgumentStore {
   template <class T>
   Slot add_value(const T& value) {
     static_assert(std::is_trivially_copyable_v<T>);
-    return add(KernelParam{&value, sizeof(T), alignof(T)});
+    return add(kernel_param(value));  // its padding cleared, where it has any
   }
   /// The value in `slot`, which add_value<T> stored.
   template <class T>

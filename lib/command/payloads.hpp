@@ -35,7 +35,9 @@ class RecordSite;  // command/record_site.hpp: what a recording hook checks and 
 // hook `static P record(RecordSite&, const CommandValues&)`: it checks the values and stores
 // them. A kind updated through its handle has the hook
 // `void update(UpdateSite&, const CommandValues&) const` (command/kind_hooks.cpp): it checks the
-// new values as recording checked them, writes them and applies them.
+// new values as recording checked them, writes them and applies them. Two payloads compare
+// equal when they run the same thing given the same values: the same code, objects and slots
+// (an update by a re-recorded buffer changes only the values of such commands in place).
 
 struct KernelPayload {
   static constexpr KindTraits traits{.kind = CommandKind::kernel, .name = "kernel",
@@ -50,6 +52,7 @@ struct KernelPayload {
   const void* code() const noexcept { return function; }
   /// New arguments (KernelArguments) or a new LaunchConfig.
   void update(UpdateSite& site, const CommandValues& values) const;
+  bool operator==(const KernelPayload&) const = default;
 };
 
 struct ParallelForPayload {
@@ -65,6 +68,7 @@ struct ParallelForPayload {
   const void* code() const noexcept { return device_kernel; }
   /// A new functor, and maybe a new count (ParallelForValues).
   void update(UpdateSite& site, const CommandValues& values) const;
+  bool operator==(const ParallelForPayload&) const = default;
 };
 
 struct CopyPayload {
@@ -77,6 +81,7 @@ struct CopyPayload {
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
   /// A new CopySpec of the same element size.
   void update(UpdateSite& site, const CommandValues& values) const;
+  bool operator==(const CopyPayload&) const = default;
 };
 
 struct FillPayload {
@@ -88,6 +93,7 @@ struct FillPayload {
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
   /// A new FillSpec of the same element size.
   void update(UpdateSite& site, const CommandValues& values) const;
+  bool operator==(const FillPayload&) const = default;
 };
 
 struct HostPayload {
@@ -96,6 +102,7 @@ struct HostPayload {
                                      .declares_access = true};
   std::shared_ptr<HostTask> task;  // shared by the recording and every executable
   const std::shared_ptr<HostTask>& host_task() const noexcept { return task; }
+  bool operator==(const HostPayload&) const = default;
 };
 
 struct EventRecordPayload {
@@ -104,6 +111,7 @@ struct EventRecordPayload {
                                      .in_device_loop = false};
   std::shared_ptr<EventState> event;
   const std::shared_ptr<EventState>& recorded_event() const noexcept { return event; }
+  bool operator==(const EventRecordPayload&) const = default;
 };
 
 struct EventWaitPayload {
@@ -112,12 +120,14 @@ struct EventWaitPayload {
                                      .in_device_loop = false};
   std::shared_ptr<EventState> event;
   const std::shared_ptr<EventState>& awaited_event() const noexcept { return event; }
+  bool operator==(const EventWaitPayload&) const = default;
 };
 
 struct NestedPayload {
   static constexpr KindTraits traits{.kind = CommandKind::nested, .name = "execute",
                                      .dot_shape = "folder", .expands = true};
   std::shared_ptr<const Recording> body;
+  bool operator==(const NestedPayload&) const = default;
 };
 
 struct CapturePayload {
@@ -126,11 +136,13 @@ struct CapturePayload {
                                      .in_device_loop = false, .declares_access = true};
   std::shared_ptr<CaptureTask> task;
   CaptureTask* capture_task() const noexcept { return task.get(); }
+  bool operator==(const CapturePayload&) const = default;
 };
 
 struct BarrierPayload {
   static constexpr KindTraits traits{.kind = CommandKind::barrier, .name = "barrier",
                                      .dot_shape = "point", .weight = 0};
+  bool operator==(const BarrierPayload&) const = default;
 };
 
 /// A host+device functor that decides which body of a conditional command runs, stored like a
@@ -141,6 +153,7 @@ struct Condition {
   ArgumentStore::Slot functor;
   HostCondition host;         // null when the functor has no host version
   const void* device_kernel;  // null when not recorded in a CUDA translation unit
+  bool operator==(const Condition&) const = default;
 };
 
 /// How a conditional command runs its bodies for its condition's value (CUDA's WHILE, IF and
@@ -168,6 +181,7 @@ struct ConditionalBodies {
   std::vector<std::shared_ptr<const Recording>> bodies;
   Condition condition;
   const void* code() const noexcept { return condition.device_kernel; }
+  bool operator==(const ConditionalBodies&) const = default;
 };
 
 struct LoopPayload : ConditionalBodies {
@@ -175,6 +189,7 @@ struct LoopPayload : ConditionalBodies {
                                      .dot_shape = "doubleoctagon", .runs_device_code = true,
                                      .declares_access = true, .conditional = true};
   static constexpr Branching branching = Branching::repeat;
+  bool operator==(const LoopPayload&) const = default;
 };
 
 struct IfPayload : ConditionalBodies {
@@ -182,6 +197,7 @@ struct IfPayload : ConditionalBodies {
                                      .dot_shape = "Mdiamond", .runs_device_code = true,
                                      .declares_access = true, .conditional = true};
   static constexpr Branching branching = Branching::once;  // one body
+  bool operator==(const IfPayload&) const = default;
 };
 
 struct IfElsePayload : ConditionalBodies {
@@ -189,6 +205,7 @@ struct IfElsePayload : ConditionalBodies {
                                      .dot_shape = "hexagon", .runs_device_code = true,
                                      .declares_access = true, .conditional = true};
   static constexpr Branching branching = Branching::once;  // then, else
+  bool operator==(const IfElsePayload&) const = default;
 };
 
 struct SwitchPayload : ConditionalBodies {
@@ -196,6 +213,7 @@ struct SwitchPayload : ConditionalBodies {
                                      .dot_shape = "invtrapezium", .runs_device_code = true,
                                      .declares_access = true, .conditional = true};
   static constexpr Branching branching = Branching::select;  // one body per case
+  bool operator==(const SwitchPayload&) const = default;
 };
 
 /// An NCCL collective, or a group of sends and receives (exchange), on one rank of a
@@ -215,6 +233,7 @@ struct CollectivePayload {
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
   /// New send, recv and count (a CollectiveSpec); not for an exchange.
   void update(UpdateSite& site, const CommandValues& values) const;
+  bool operator==(const CollectivePayload&) const = default;
 };
 
 /// Transient memory (CommandBuffer::alloc): valid from this command to its free, or to the end
@@ -228,6 +247,7 @@ struct AllocPayload {
   const std::shared_ptr<const TransientRange>& allocated() const noexcept { return memory; }
   /// Writes all of it: nothing may touch it before.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
+  bool operator==(const AllocPayload&) const = default;
 };
 
 struct FreePayload {
@@ -238,6 +258,7 @@ struct FreePayload {
   std::optional<std::uint32_t> freed_allocation() const noexcept { return alloc; }
   /// Writes all of it: nothing may touch it after.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
+  bool operator==(const FreePayload&) const = default;
 };
 
 /// What every memory operation stores: one value written or waited for (ValueSpec). Each
@@ -249,6 +270,7 @@ struct ValueOp {
   void update(UpdateSite& site, const CommandValues& values) const;
   /// A write writes its target, a wait reads it.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
+  bool operator==(const ValueOp&) const = default;
 };
 
 struct WriteValuePayload : ValueOp {
@@ -258,6 +280,7 @@ struct WriteValuePayload : ValueOp {
   static WriteValuePayload record(RecordSite& site, const CommandValues& values) {
     return {recorded(site, values, false)};
   }
+  bool operator==(const WriteValuePayload&) const = default;
 };
 
 struct WaitValuePayload : ValueOp {
@@ -267,6 +290,7 @@ struct WaitValuePayload : ValueOp {
   static WaitValuePayload record(RecordSite& site, const CommandValues& values) {
     return {recorded(site, values, true)};
   }
+  bool operator==(const WaitValuePayload&) const = default;
 };
 
 /// Every kind of command, in CommandKind's order.

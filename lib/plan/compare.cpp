@@ -2,6 +2,7 @@
 #include "plan/compare.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace cmdgraph::detail {
 namespace {
@@ -13,6 +14,16 @@ struct Roots {
   const Plan& before;
   const Plan& now;
 };
+
+// Whether command `c`'s value slots hold the same bytes in both stores.
+bool same_values(const ArgumentStore& current, const Plan& now, std::uint32_t c) {
+  const ArgumentStore& next = now.arguments();
+  const ArgumentStore::Slot first = c == 0 ? 0 : now.command(c - 1).slots_end;
+  for (ArgumentStore::Slot s = first; s < now.command(c).slots_end; ++s) {
+    if (std::memcmp(current.data(s), next.data(s), next.size(s)) != 0) return false;
+  }
+  return true;
+}
 
 // The first edge out of `c` that one plan has and the other lacks, as a sentence.
 std::string edge_difference(const Plan& before, const Plan& now, std::uint32_t c,
@@ -85,6 +96,27 @@ Difference difference_in(const Plan& before, const Plan& now, const Roots& roots
 
 Difference structural_difference(const Plan& before, const Plan& now) {
   return difference_in(before, now, Roots{before, now});
+}
+
+std::optional<std::vector<std::uint32_t>> changed_values(const Plan& before,
+                                                         const ArgumentStore& current,
+                                                         const Plan& now) {
+  if (!before.memory.list.empty() || !now.memory.list.empty() ||
+      before.buffer_name != now.buffer_name || current.slot_count() != now.values->slot_count()) {
+    return std::nullopt;
+  }
+  std::vector<std::uint32_t> changed;
+  for (std::uint32_t c = 0; c < now.size(); ++c) {
+    const CommandRecord& was = before.command(c);
+    const CommandRecord& is = now.command(c);
+    if (was.slots_end != is.slots_end || !(was.payload == is.payload) || was.name != is.name) {
+      return std::nullopt;
+    }
+    if (same_values(current, now, c)) continue;
+    if (!traits(now.kind(c)).updatable) return std::nullopt;
+    changed.push_back(c);
+  }
+  return changed;
 }
 
 }  // namespace cmdgraph::detail

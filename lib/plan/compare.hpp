@@ -1,9 +1,13 @@
-// structural_difference: whether a re-recorded plan can replace an executable's plan in place.
+// structural_difference: whether a re-recorded plan can replace an executable's plan in place;
+// changed_values: whether only values changed, and of which commands.
 #pragma once
 
 #include "plan/plan.hpp"
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace cmdgraph::detail {
 
@@ -18,5 +22,15 @@ struct Difference {
 /// order, of the same kinds, with the same kernels, priorities and (reduced) edges of the same
 /// kinds, nested plans included.
 Difference structural_difference(const Plan& before, const Plan& now);
+
+/// For `now` of the structure of `before`: the top-level commands whose values differ from
+/// `current` (the values of an executable of `before`, its updates included), in order, when
+/// nothing else differs: each command of `now` compares equal to its counterpart (the same
+/// code, objects and bodies) and has its name, and those with other values are of updatable
+/// kinds. Nullopt when more changed, or when either plan has transient memory (whose words each
+/// executable rewrites). Costs a comparison of each command's value bytes.
+std::optional<std::vector<std::uint32_t>> changed_values(const Plan& before,
+                                                         const ArgumentStore& current,
+                                                         const Plan& now);
 
 }  // namespace cmdgraph::detail

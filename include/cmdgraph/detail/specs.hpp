@@ -22,6 +22,10 @@ struct KernelParam {
   const void* value;
   std::uint32_t size;
   std::uint32_t align;
+  /// Zeroes the padding of a stored copy of the value; null when it has none or the compiler
+  /// cannot say where it is. Equal values then store equal bytes, which is how an update by a
+  /// re-recorded buffer finds what changed (a value with padding left counts as changed).
+  void (*clear_padding)(void*) = nullptr;
 };
 
 /// A kernel's arguments, each converted to its parameter's type.
@@ -87,15 +91,18 @@ struct Allocation {
 };
 
 /// A range of memory, type-erased.
+// The specs a command stores hold no padding: equal values are equal bytes, which is how an
+// update by a re-recorded buffer finds the commands whose values changed (plan/compare).
 struct MemoryRange {
   void* data;
   std::size_t bytes;     // what the command touches (meaningless unless count fits capacity)
   std::size_t capacity;  // the view's whole size, to catch overruns when recorded or updated
-  MemorySpace space;
-  int device;
   std::size_t count;         // the command's count, in elements, as given
   std::size_t element_size;  // bytes per element
   const void* origin;        // where the view was cut from (View::origin), for hazard errors
+  int device;
+  MemorySpace space;
+  unsigned char zero[3] = {};  // what would be padding, zeroed
 };
 
 struct CopySpec {
@@ -137,7 +144,12 @@ struct ValueSpec {
   std::uint64_t value;
   bool waits;              // else a write
   ValueCompare compare;    // when it waits
+  unsigned char zero[6] = {};  // what would be padding, zeroed
 };
+
+static_assert(std::has_unique_object_representations_v<CopySpec> &&
+              std::has_unique_object_representations_v<FillSpec> &&
+              std::has_unique_object_representations_v<ValueSpec>);
 
 /// A type-erased host callable; the recording and every executable share one instance.
 class HostTask {
@@ -175,9 +187,23 @@ class CaptureTaskOf final : public CaptureTask {
   F f_;
 };
 
+/// KernelParam::clear_padding for a P.
+template <class P>
+constexpr void (*padding_clearer() noexcept)(void*) {
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_clear_padding)
+  if constexpr (!std::has_unique_object_representations_v<P>) {
+    return [](void* p) { __builtin_clear_padding(static_cast<P*>(p)); };
+  }
+#endif
+#endif
+  return nullptr;
+}
+
 template <class P>
 KernelParam kernel_param(const P& value) noexcept {
-  return {&value, static_cast<std::uint32_t>(sizeof(P)), static_cast<std::uint32_t>(alignof(P))};
+  return {&value, static_cast<std::uint32_t>(sizeof(P)), static_cast<std::uint32_t>(alignof(P)),
+          padding_clearer<P>()};
 }
 
 /// Arguments converted to kernel parameter types P..., as launch() and update() take them
@@ -209,8 +235,14 @@ class ConvertedArguments {
 template <class T>
 MemoryRange memory_range(const View<T>& v, std::size_t count) noexcept {
   const bool fits = count <= v.size();
-  return {const_cast<void*>(static_cast<const void*>(v.data())), fits ? count * sizeof(T) : 0,
-          v.size_bytes(), v.space(), v.device_ordinal(), count, sizeof(T), v.origin()};
+  return {.data = const_cast<void*>(static_cast<const void*>(v.data())),
+          .bytes = fits ? count * sizeof(T) : 0,
+          .capacity = v.size_bytes(),
+          .count = count,
+          .element_size = sizeof(T),
+          .origin = v.origin(),
+          .device = v.device_ordinal(),
+          .space = v.space()};
 }
 
 }  // namespace cmdgraph::detail

@@ -66,6 +66,7 @@ class GraphExecutable final : public CudaExecutable {
   }
 
   ArgumentStore& arguments_for_update() override { return args_.writable(); }
+  const ArgumentStore& current_values() const override { return args_.read(); }
 
   void apply_update(std::uint32_t c) override {
     const cuda::ScopedDevice on(ordinal());
@@ -102,7 +103,7 @@ class GraphExecutable final : public CudaExecutable {
   // the graph captured before holds, and its communicator outlives it (the pair's graph is
   // destroyed first).
   void keep_recaptured(Instance& in, std::uint32_t c, cuda::Graph captured) {
-    cuda::Graph& kept = in.built.collectives[{&plan(), c}];
+    cuda::Graph& kept = in.built.collectives[{lowered_plan().get(), c}];
     auto old = std::make_shared<std::pair<std::shared_ptr<CommunicatorState>, cuda::Graph>>(
         communicator(plan().payload(c)), std::exchange(kept, std::move(captured)));
     try {

@@ -63,6 +63,7 @@ class CudaExecutable : public ExecutableImpl {
   /// Takes `plan` in place of the current one, which lives on (with the communicators its
   /// collectives use) until every launch so far has finished.
   void replace_plan_after_launches(std::shared_ptr<const Plan> plan) {
+    if (lowered_plan() != shared_plan()) retire(lowered_plan());
     retire(shared_plan());
     replace_plan(std::move(plan));
   }

@@ -203,6 +203,9 @@ class HostExecutable final : public ExecutableImpl {
     return arguments_.writable();
   }
 
+  // Only the updating thread replaces the store (Updating): it reads it unlocked.
+  const ArgumentStore& current_values() const override { return arguments_.read(); }
+
   void apply_update(std::uint32_t) override {}  // launches read the arguments when they run
 
   void check_memory(std::uint32_t c, const MemoryRange& r) const override {

@@ -58,6 +58,7 @@ class StreamsExecutable final : public CudaExecutable {
   }
 
   ArgumentStore& arguments_for_update() override { return *arguments_; }
+  const ArgumentStore& current_values() const override { return *arguments_; }
 
   void apply_update(std::uint32_t c) override {
     // Copies and fills read their values as they are enqueued; kernels were prepared.
