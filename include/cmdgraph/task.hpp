@@ -2,10 +2,13 @@
 // works without writing one. It starts at once and hands its result over through a future.
 #pragma once
 
+#include <cmdgraph/error.hpp>
+
 #include <chrono>
 #include <coroutine>
 #include <exception>
 #include <future>
+#include <string>
 #include <utility>
 
 namespace cmdgraph {
@@ -65,26 +68,44 @@ class Task {
   };
 
   /// Blocks until the body ended; returns its value or rethrows its exception.
-  /// \pre valid(): get() may be called once.
+  /// Error(wrong_state) once get() or future() took the result.
   /// \post valid() is false.
-  T get() { return result_.get(); }
-  /// Blocks until the body ended, without consuming the result.
-  /// \pre valid()
-  void wait() const { result_.wait(); }
-  /// True once the body ended (returned or threw). Never blocks.
-  /// \pre valid()
+  T get() {
+    check_result("get");
+    return result_.get();
+  }
+  /// Blocks until the body ended, without consuming the result. Error(wrong_state) once
+  /// get() or future() took the result.
+  void wait() const {
+    check_result("wait");
+    result_.wait();
+  }
+  /// True once the body ended (returned or threw). Never blocks. Error(wrong_state) once
+  /// get() or future() took the result.
   bool done() const {
+    check_result("done");
     return result_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   }
   /// False once get() or future() took the result.
   bool valid() const noexcept { return result_.valid(); }
-  /// The result as a std::future, to be waited on elsewhere.
-  /// \pre valid()
+  /// The result as a std::future, to be waited on elsewhere. Error(wrong_state) once get()
+  /// or future() took the result.
   /// \post valid() is false.
-  std::future<T> future() noexcept { return std::move(result_); }
+  std::future<T> future() {
+    check_result("future");
+    return std::move(result_);
+  }
 
  private:
   explicit Task(std::future<T> result) noexcept : result_(std::move(result)) {}
+  // Error(wrong_state) naming `call` once get() or future() took the result.
+  void check_result(const char* call) const {
+    if (!result_.valid()) {
+      throw Error(errc::wrong_state, std::string("Task::") + call +
+                                         "(): the task's result was already taken by get() or "
+                                         "future()");
+    }
+  }
   std::future<T> result_;
 };
 

@@ -71,33 +71,33 @@ std::vector<std::pair<double, double>> idle_gaps(const Profile& p) {
   return gaps;
 }
 
+// A slice of launch `p`'s, named by its launch number (Profile::launch) as its commands are.
 void append_slice(std::ostringstream& out, const char* name, const char* category, unsigned tid,
-                  double start_ms, double end_ms, std::size_t index) {
+                  double start_ms, double end_ms, const Profile& p) {
   out << R"({"name":")" << name << R"(","cat":")" << category << R"(","ph":"X","pid":1,"tid":)"
       << tid << R"(,"ts":)" << us(start_ms) << R"(,"dur":)" << us(end_ms - start_ms)
-      << R"(,"args":{"launch":)" << index << "}}";
+      << R"(,"args":{"launch":)" << p.launch << "}}";
 }
 
 // The host side (launch() enqueuing, the latency to the first command) and the GPU's idle gaps,
 // where the profile ties the host's clock to the GPU's.
-void append_host_side(std::ostringstream& out, const Profile& p, std::size_t index,
-                      double offset_ms, const std::function<void()>& sep,
+void append_host_side(std::ostringstream& out, const Profile& p, double offset_ms, const std::function<void()>& sep,
                       std::set<unsigned>& tracks) {
   if (p.enqueue_end_ms <= p.enqueue_start_ms) return;
   sep();
   append_slice(out, "launch()", "launch", host_track, offset_ms + p.enqueue_start_ms,
-               offset_ms + p.enqueue_end_ms, index);
+               offset_ms + p.enqueue_end_ms, p);
   tracks.insert(host_track);
   double first = p.launch_ms;
   for (const CommandTiming& c : p.commands) first = std::min(first, c.start_ms);
   if (first > p.enqueue_start_ms) {
     sep();
     append_slice(out, "launch latency", "idle", idle_track, offset_ms + p.enqueue_start_ms,
-                 offset_ms + first, index);
+                 offset_ms + first, p);
   }
   for (const auto& [start, end] : idle_gaps(p)) {
     sep();
-    append_slice(out, "GPU idle", "idle", idle_track, offset_ms + start, offset_ms + end, index);
+    append_slice(out, "GPU idle", "idle", idle_track, offset_ms + start, offset_ms + end, p);
   }
   tracks.insert(idle_track);
 }
@@ -108,13 +108,13 @@ void append_launch(std::ostringstream& out, const Profile& p, std::size_t index,
     if (!first) out << ",\n";
     first = false;
   };
-  append_host_side(out, p, index, offset_ms, sep, lanes);
+  append_host_side(out, p, offset_ms, sep, lanes);
   for (const CommandTiming& c : p.commands) {
     lanes.insert(c.lane);
     sep();
     out << R"({"name":")" << escaped(c.name) << R"(","cat":")" << to_string(c.kind)
         << R"(","ph":"X","pid":1,"tid":)" << c.lane << R"(,"ts":)" << us(offset_ms + c.start_ms)
-        << R"(,"dur":)" << us(c.duration_ms()) << R"(,"args":{"launch":)" << index
+        << R"(,"dur":)" << us(c.duration_ms()) << R"(,"args":{"launch":)" << p.launch
         << R"(,"executable":")" << escaped(p.executable) << R"("}})";
   }
   std::size_t flow = index * 1'000'000;

@@ -83,3 +83,19 @@ TEST_CASE("task.carries_its_own_exception" * doctest::timeout(30)) {
   CHECK(task.done());
   CHECK_THROWS_AS(task.get(), std::logic_error);
 }
+
+TEST_CASE("task.a_result_taken_twice_is_a_clear_error" * doctest::timeout(30)) {
+  auto body = []() -> Task<int> { co_return 7; };
+  Task<int> task = body();
+  CHECK(task.get() == 7);
+  // Not std::future_error: cmdgraph's own error, saying what happened.
+  auto e = CMDGRAPH_EXPECT_ERROR(task.get(), errc::wrong_state);
+  REQUIRE(e);
+  CHECK(cmdgraph::testing::mentions(*e, "already taken"));
+  CMDGRAPH_EXPECT_ERROR(task.wait(), errc::wrong_state);
+  CMDGRAPH_EXPECT_ERROR(task.done(), errc::wrong_state);
+  Task<int> other = body();
+  std::future<int> moved = other.future();
+  CHECK(moved.get() == 7);
+  CMDGRAPH_EXPECT_ERROR(other.future(), errc::wrong_state);
+}

@@ -290,3 +290,29 @@ TEST_CASE("observe.trace.host_side_and_idle_gaps" * doctest::timeout(30)) {
   CHECK(got.count("GPU idle") == 0);
   CHECK(got.size() == 3);
 }
+
+// A trace names each slice's launch as Profile::launch does: the executable's own count (with
+// profile_every, 0, N, 2N, ...), not the profile's place in the list.
+TEST_CASE("observe.trace.launch_numbers_are_the_profiles" * doctest::timeout(30)) {
+  CommandBuffer cmd("sampled");
+  cmd.host([] {}).named("work");
+  Executable exe = compile(cmd, Device::host(), {.profile = true, .profile_every = 3});
+  Queue q(Device::host());
+  std::vector<Profile> profiled;
+  for (int i = 0; i < 7; ++i) {
+    exe.launch(q).wait();
+    if (profiled.empty() || profiled.back().launch != exe.last_profile().launch) {
+      profiled.push_back(exe.last_profile());
+    }
+  }
+  REQUIRE(profiled.size() == 3);  // launches 0, 3 and 6
+  std::stringstream text(Profile::trace_json(profiled));
+  boost::property_tree::ptree tree;
+  boost::property_tree::read_json(text, tree);
+  std::vector<std::uint64_t> launches;
+  for (const auto& [_, event] : tree.get_child("traceEvents")) {
+    if (event.get<std::string>("ph") != "X") continue;
+    launches.push_back(event.get<std::uint64_t>("args.launch"));
+  }
+  CHECK(launches == std::vector<std::uint64_t>{0, 3, 6});
+}
