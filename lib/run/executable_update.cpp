@@ -137,7 +137,9 @@ UpdateResult Executable::update(CommandBuffer& rerecorded, const UpdateOptions& 
   const ExecutableImpl::Updating updating(exe);
   const std::shared_ptr<detail::Recording>& rec = detail::recording_of(rerecorded);
   const detail::Recording::UseGuard guard(*rec);
-  auto plan = detail::build_plan(*rec, {exe.plan().hazards.requested, exe.plan().shape});
+  // A frame whose values alone changed skips the plan's analysis: it reuses the executable's.
+  std::shared_ptr<const detail::Plan> plan = detail::plan_of_new_values(exe.plan(), *rec);
+  if (!plan) plan = detail::build_plan(*rec, {exe.plan().hazards.requested, exe.plan().shape});
   UpdateResult result = exe.update_from(std::move(plan), options);
   rec->seal();
   return result;
