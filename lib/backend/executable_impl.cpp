@@ -80,13 +80,14 @@ ExecutableImpl::Updating::Updating(ExecutableImpl& exe) : exe_(exe) {
 }
 
 UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
-                                         const UpdateOptions& options) {
+                                         const UpdateOptions& options, Compare compare) {
   check_runs(*plan);
-  const Difference difference = structural_difference(*plan_, *plan);
+  const bool values_only = compare == Compare::values;
+  const Difference difference = values_only ? Difference{} : structural_difference(*plan_, *plan);
   if (!difference) {
-    if (const auto changed = changed_values(*plan_, current_values(), *plan)) {
-      if (take_values(plan, *changed)) return {false, {}, changed->size()};
-    }
+    const auto changed = values_only ? commands_with_new_values(current_values(), *plan)
+                                     : changed_values(*plan_, current_values(), *plan);
+    if (changed && take_values(plan, *changed)) return {false, {}, changed->size()};
   } else if (!options.reinstantiate_if_needed) {
     refuse_update(difference.what, {difference.command});
   }

@@ -65,7 +65,11 @@ class ExecutableImpl {
   /// it, or when its structure differs and `options` do not allow a rebuild; else takes it in
   /// place (when only values changed, command by command as updates by handle do), or
   /// rebuilds.
-  UpdateResult update_from(std::shared_ptr<const Plan> plan, const UpdateOptions& options);
+  /// `compare` says what may differ: everything, or values alone (a plan plan_of_new_values
+  /// made of this executable's plan, whose commands, edges and access are known equal).
+  enum class Compare { everything, values };
+  UpdateResult update_from(std::shared_ptr<const Plan> plan, const UpdateOptions& options,
+                           Compare compare = Compare::everything);
 
   /// The timings of the most recent launch, waiting for it; Error(wrong_state) when not
   /// profiling or never launched.

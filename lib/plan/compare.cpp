@@ -105,13 +105,20 @@ std::optional<std::vector<std::uint32_t>> changed_values(const Plan& before,
       before.buffer_name != now.buffer_name || current.slot_count() != now.values->slot_count()) {
     return std::nullopt;
   }
-  std::vector<std::uint32_t> changed;
   for (std::uint32_t c = 0; c < now.size(); ++c) {
     const CommandRecord& was = before.command(c);
     const CommandRecord& is = now.command(c);
     if (was.slots_end != is.slots_end || !(was.payload == is.payload) || was.name != is.name) {
       return std::nullopt;
     }
+  }
+  return commands_with_new_values(current, now);
+}
+
+std::optional<std::vector<std::uint32_t>> commands_with_new_values(const ArgumentStore& current,
+                                                                   const Plan& now) {
+  std::vector<std::uint32_t> changed;
+  for (std::uint32_t c = 0; c < now.size(); ++c) {
     if (same_values(current, now, c)) continue;
     if (!traits(now.kind(c)).updatable) return std::nullopt;
     changed.push_back(c);

@@ -1,5 +1,5 @@
 // structural_difference: whether a re-recorded plan can replace an executable's plan in place;
-// changed_values: whether only values changed, and of which commands.
+// changed_values, commands_with_new_values: whether only values changed, and of which commands.
 #pragma once
 
 #include "plan/plan.hpp"
@@ -32,5 +32,11 @@ Difference structural_difference(const Plan& before, const Plan& now);
 std::optional<std::vector<std::uint32_t>> changed_values(const Plan& before,
                                                          const ArgumentStore& current,
                                                          const Plan& now);
+
+/// For `now` recording the very commands of the executable's plan but for their values (as
+/// changed_values checks, or plan_of_new_values made it): the commands whose value bytes
+/// differ from `current`, in order; nullopt when one of them is of a kind not updatable.
+std::optional<std::vector<std::uint32_t>> commands_with_new_values(const ArgumentStore& current,
+                                                                   const Plan& now);
 
 }  // namespace cmdgraph::detail

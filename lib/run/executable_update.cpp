@@ -137,8 +137,14 @@ UpdateResult Executable::update(CommandBuffer& rerecorded, const UpdateOptions& 
   const ExecutableImpl::Updating updating(exe);
   const std::shared_ptr<detail::Recording>& rec = detail::recording_of(rerecorded);
   const detail::Recording::UseGuard guard(*rec);
-  auto plan = detail::build_plan(*rec, {exe.plan().hazards.requested, exe.plan().shape});
-  UpdateResult result = exe.update_from(std::move(plan), options);
+  // A frame whose values alone changed skips the plan's analysis: it reuses the executable's.
+  UpdateResult result;
+  if (auto plan = detail::plan_of_new_values(exe.plan(), *rec)) {
+    result = exe.update_from(std::move(plan), options, ExecutableImpl::Compare::values);
+  } else {
+    result = exe.update_from(
+        detail::build_plan(*rec, {exe.plan().hazards.requested, exe.plan().shape}), options);
+  }
   rec->seal();
   return result;
 }

@@ -242,3 +242,26 @@ TEST_CASE("frames.padding_is_not_a_change" * doctest::timeout(60)) {
   exe.launch(q).wait();
   CHECK(out[3] == 2);
 }
+
+TEST_CASE("frames.a_frame_that_makes_a_conflict_is_refused" * doctest::timeout(60)) {
+  // Values that change what a command touches are analysed again: two unordered fills that
+  // come to overlap are a hazard, as compile() would say.
+  CMDGRAPH_EACH_BACKEND(on) {
+    HostBuffer<int> data(8);
+    auto frame = [&](CommandBuffer& cmd, std::size_t second) {
+      cmd.fill(data.subview(0, 4), 1, 4).named("first");
+      cmd.fill(data.subview(second, 4), 2, 4).named("second");
+    };
+    CommandBuffer cmd("frame");
+    frame(cmd, 4);
+    Executable exe = compile(cmd, on.device, on.options());
+    CommandBuffer same("frame");
+    frame(same, 4);
+    CHECK(exe.update(same).commands_changed == 0);
+    CommandBuffer overlapping("frame");
+    frame(overlapping, 2);
+    auto e = CMDGRAPH_EXPECT_ERROR(exe.update(overlapping), errc::hazard);
+    REQUIRE(e);
+    CHECK(cmdgraph::testing::mentions(*e, "'first'"));
+  }
+}
