@@ -8,6 +8,7 @@
 #include <cmdgraph/error.hpp>
 #include <cmdgraph/event.hpp>
 #include <cmdgraph/executable.hpp>
+#include <cmdgraph/executable_cache.hpp>
 #include <cmdgraph/fence.hpp>
 #include <cmdgraph/graph_shape.hpp>
 #include <cmdgraph/launch_config.hpp>

@@ -128,6 +128,9 @@ struct CompileOptions {
   /// backends always refuse them. (A memory operation's target in pageable memory is refused
   /// by the CUDA backends alone: without a GPU, a HostBuffer is pageable memory too.)
   bool portable = true;
+
+  /// Equal when every field is (ExecutableCache keys by them).
+  friend bool operator==(const CompileOptions&, const CompileOptions&) = default;
 };
 
 /// What write_dot draws besides commands and the edges kept by the transitive reduction.
@@ -355,6 +358,7 @@ class Executable {
 
  private:
   friend Executable compile(CommandBuffer&, Device, const CompileOptions&);
+  friend class ExecutableCache;  // reads what a kept executable holds
   explicit Executable(std::unique_ptr<detail::ExecutableImpl> impl) noexcept;
   detail::ExecutableImpl& impl() const;
   // Every handle's update: `values` are of a type the command table updates commands of `kind`

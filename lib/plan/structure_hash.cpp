@@ -1,0 +1,60 @@
+// structure_hash: commands and their bodies, then the sorted distinct edges, mixed into 64 bits.
+#include "plan/structure_hash.hpp"
+
+#include "command/transient_range.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace cmdgraph::detail {
+namespace {
+
+// SplitMix64's finaliser: every input bit reaches every output bit.
+std::uint64_t mix(std::uint64_t x) noexcept {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+struct Hasher {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+  void add(std::uint64_t v) noexcept { h = mix(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6))); }
+};
+
+void add_edges(Hasher& hasher, const std::vector<Edge>& recorded) {
+  std::vector<Edge> edges = recorded;
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  hasher.add(edges.size());
+  for (const Edge& e : edges) hasher.add(std::uint64_t{e.parent} << 32 | e.child);
+}
+
+}  // namespace
+
+std::uint64_t structure_hash(const Recording& recording) {
+  Hasher hasher;
+  const std::vector<CommandRecord>& commands = recording.commands();
+  hasher.add(commands.size());
+  for (const CommandRecord& command : commands) {
+    hasher.add(command.payload.index());
+    hasher.add(reinterpret_cast<std::uintptr_t>(code_of(command.payload)));
+    const std::optional<PriorityRequest>& priority = command.hints.priority;
+    hasher.add(priority ? 1 + std::uint64_t{priority->native} * 2 +
+                              (static_cast<std::uint64_t>(priority->value) << 2)
+                        : 0);
+    if (const auto& transient = allocated(command.payload)) {
+      hasher.add(transient->bytes());
+      hasher.add(transient->element_size());
+    }
+    const auto bodies = bodies_of(command.payload);
+    hasher.add(bodies.size());
+    for (const auto& body : bodies) hasher.add(structure_hash(*body));
+  }
+  add_edges(hasher, recording.edges());
+  add_edges(hasher, recording.programmatic_edges());
+  return hasher.h;
+}
+
+}  // namespace cmdgraph::detail
