@@ -4,8 +4,12 @@
 
 #include <cmdgraph/error.hpp>
 
+#include <array>
 #include <atomic>
 #include <mutex>
+#include <new>
+#include <string>
+#include <utility>
 #include <unordered_map>
 
 namespace cmdgraph::detail {
@@ -17,6 +21,17 @@ struct Registry {
   // Counts unregistrations (changed under the lock): a lookup made while it read n stays
   // true while it reads n (ids are never reused).
   std::atomic<std::uint64_t> closed{0};
+  // The names of the buffers closed last, by recording id, for errors about their stale
+  // handles: a ring, so a program that makes and drops buffers for ever keeps a bounded few.
+  static constexpr std::size_t remembered = 256;
+  std::array<std::pair<std::uint64_t, std::string>, remembered> closed_names{};
+  // The buffer recording `id` belonged to, when it closed recently enough to be remembered.
+  std::string closed_name(std::uint64_t id) const {
+    for (const auto& [closed_id, name] : closed_names) {
+      if (closed_id == id) return "command buffer '" + name + "'";
+    }
+    return "a command buffer";
+  }
 };
 
 // The last recording this thread resolved. Handles come in runs on one buffer (a command,
@@ -45,7 +60,14 @@ void unregister_recording(const Recording& rec) noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   r.open.erase(rec.id());
-  r.closed.fetch_add(1, std::memory_order_release);
+  const std::uint64_t closed = r.closed.fetch_add(1, std::memory_order_release);
+  auto& slot = r.closed_names[closed % Registry::remembered];
+  slot.first = rec.id();
+  try {
+    slot.second = rec.name();
+  } catch (const std::bad_alloc&) {  // errors then say "a command buffer"
+    slot.first = 0;
+  }
 }
 
 std::string describe_handle(CommandRef ref) {
@@ -57,7 +79,7 @@ std::string describe_handle(CommandRef ref) {
     // (-Wrestrict), which -Werror turns into a failed release build.
     std::string described = "#";
     described += std::to_string(ref.index);
-    return described + " of a destroyed or reset command buffer";
+    return described + " of " + r.closed_name(ref.recording) + ", since destroyed or reset";
   }
   return it->second->name() + "/" + it->second->command_name(ref.index);
 }
@@ -74,8 +96,9 @@ Recording& resolve(CommandRef ref) {
   std::unique_lock lock(r.mutex);
   const auto it = r.open.find(ref.recording);
   if (it == r.open.end()) {
-    throw Error(errc::stale_handle, "command handle #" + std::to_string(ref.index) +
-                                        " belongs to a command buffer that was destroyed or reset");
+    throw Error(errc::stale_handle, "a handle of command #" + std::to_string(ref.index) + " of " +
+                                        r.closed_name(ref.recording) +
+                                        " was used after that buffer was destroyed or reset");
   }
   last = {ref.recording, r.closed.load(std::memory_order_relaxed), it->second};
   return *it->second;

@@ -119,7 +119,10 @@ TEST_CASE("validation.handle.stale_after_destroy" * doctest::timeout(10)) {
   }
   CommandBuffer cmd("c");
   auto a = cmd.host([] {});
-  CMDGRAPH_EXPECT_ERROR(a.after(orphan), errc::stale_handle);
+  auto e = CMDGRAPH_EXPECT_ERROR(a.after(orphan), errc::stale_handle);
+  REQUIRE(e);
+  // The error names the buffer the handle came from and the command's place in it.
+  CHECK(cmdgraph::testing::mentions(*e, "command #0 of command buffer 'gone'"));
   CMDGRAPH_EXPECT_ERROR(orphan.named("x"), errc::stale_handle);
   CMDGRAPH_EXPECT_ERROR((void)orphan.name(), errc::stale_handle);
 }
@@ -129,7 +132,9 @@ TEST_CASE("validation.handle.stale_after_reset" * doctest::timeout(10)) {
   auto old = cmd.host([] {});
   cmd.reset();
   auto fresh = cmd.host([] {});
-  CMDGRAPH_EXPECT_ERROR(fresh.after(old), errc::stale_handle);
+  auto e = CMDGRAPH_EXPECT_ERROR(fresh.after(old), errc::stale_handle);
+  REQUIRE(e);
+  CHECK(cmdgraph::testing::mentions(*e, "command #0 of command buffer 'c'"));
 }
 
 TEST_CASE("validation.state.record_after_compile" * doctest::timeout(10)) {
