@@ -2,13 +2,17 @@
 // raw CUDA user does each frame: set the changed kernel nodes alone (cudaGraphExecKernelNodeSetParams,
 // knowing which changed), or capture the stream again and cudaGraphExecUpdate. Chains of 1,000
 // and 10,000 one-thread kernels, 0%, 1%, 10% and 100% of them with new arguments each frame;
-// medians of 15 alternating trials.
+// medians of 15 alternating trials. Then three structures in turn through an ExecutableCache, and a frame of 8 secondaries recorded
+// on 8 threads.
 #include "bench_support.cuh"
 
 #include <cmdgraph/cmdgraph.hpp>
 
+#include <barrier>
 #include <cstdio>
+#include <functional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -114,6 +118,193 @@ void frames(int n, int percent) {
   BENCH_CUDA(cudaStreamDestroy(s));
 }
 
+// Three structures in turn (chains of n, n + 8 and n + 16 kernels), 10% of the arguments new
+// each frame: frames through an ExecutableCache against a careful raw user who keeps one
+// executable per structure and either sets the changed nodes (knowing which) or captures the
+// frame again and cudaGraphExecUpdates that structure's executable, and against compiling
+// every frame.
+void cycling(int n) {
+  const Device gpu = Device::cuda(0);
+  constexpr int shapes = 3, stride = 10;
+  auto length = [n](int shape) { return n + 8 * shape; };
+  Buffer<int> out(gpu, static_cast<std::size_t>(length(shapes - 1)));
+  int* ptr = out.data();
+  cudaStream_t s;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  auto record = [&](CommandBuffer& cmd, int shape, int frame) {
+    Command prev;
+    for (int i = 0; i < length(shape); ++i) {
+      auto k = cmd.launch(&store, LaunchConfig{{1}, {1}}, i, value_of(i, frame, stride), ptr);
+      if (i) k.after(prev);
+      prev = k;
+    }
+  };
+  auto enqueue = [&](int shape, int frame) {
+    for (int i = 0; i < length(shape); ++i) {
+      store<<<1, 1, 0, s>>>(i, value_of(i, frame, stride), ptr);
+    }
+  };
+  ExecutableCache cache;
+  const CompileOptions options{.backend = Backend::cuda_graph};
+  struct Raw {
+    cudaGraph_t graph;
+    std::vector<cudaGraphNode_t> nodes;
+    cudaGraphExec_t exec, captured;
+  };
+  std::vector<Raw> raw(shapes);
+  for (int shape = 0; shape < shapes; ++shape) {
+    CommandBuffer cmd("frame");
+    record(cmd, shape, 0);
+    cache.acquire(cmd, gpu, options);
+    Raw& r = raw[static_cast<std::size_t>(shape)];
+    BENCH_CUDA(cudaGraphCreate(&r.graph, 0));
+    r.nodes = bench::kernel_chain(r.graph, &store, length(shape), [&](int i) {
+      return std::tuple{i, value_of(i, 0, stride), ptr};
+    });
+    BENCH_CUDA(cudaGraphInstantiate(&r.exec, r.graph, 0));
+    r.captured = bench::captured(s, [&] { enqueue(shape, 0); });
+  }
+
+  std::vector<double> ours, fresh, set_changed, recapture;
+  bool hits = true;
+  for (int frame = 1; frame <= 15; ++frame) {
+    const int shape = frame % shapes;
+    Raw& r = raw[static_cast<std::size_t>(shape)];
+    ours.push_back(bench::host_us([&] {
+      CommandBuffer cmd("frame");
+      record(cmd, shape, frame);
+      hits = cache.acquire(cmd, gpu, options).hit() && hits;
+    }));
+    fresh.push_back(bench::host_us([&] {
+      CommandBuffer cmd("frame");
+      record(cmd, shape, frame);
+      Executable exe = compile(cmd, gpu, options);
+    }));
+    set_changed.push_back(bench::host_us([&] {
+      for (int i = 0; i < length(shape); i += stride) {
+        int index = i, value = value_of(i, frame, stride);
+        void* args[] = {&index, &value, &ptr};
+        const cudaKernelNodeParams p = bench::one_thread_node(&store, args);
+        BENCH_CUDA(cudaGraphExecKernelNodeSetParams(r.exec, r.nodes[static_cast<std::size_t>(i)], &p));
+      }
+    }));
+    recapture.push_back(bench::host_us([&] {
+      cudaGraph_t again;
+      BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      enqueue(shape, frame);
+      BENCH_CUDA(cudaStreamEndCapture(s, &again));
+      cudaGraphExecUpdateResultInfo info;
+      BENCH_CUDA(cudaGraphExecUpdate(r.captured, again, &info));
+      BENCH_CUDA(cudaGraphDestroy(again));
+    }));
+  }
+  const std::string what = "3 structures of ~" + std::to_string(n) + " kernels, 10% changed";
+  const double mine = bench::median(ours);
+  bench::row(what + ": cache vs capture + ExecUpdate", bench::median(recapture), mine, "us", "");
+  bench::row(what + ": cache vs SetParams of the changed", bench::median(set_changed), mine, "us",
+             "");
+  bench::row(what + ": cache vs compile every frame", bench::median(fresh), mine, "us", "");
+  const CacheStats stats = cache.stats();
+  std::printf("%-52s %.3f us per command, record included; %zu hits, %zu misses%s\n",
+              "  re-record + cache.acquire", mine / n, stats.hits, stats.misses,
+              hits ? "" : "; A FRAME MISSED");
+  for (Raw& r : raw) {
+    BENCH_CUDA(cudaGraphExecDestroy(r.exec));
+    BENCH_CUDA(cudaGraphExecDestroy(r.captured));
+    BENCH_CUDA(cudaGraphDestroy(r.graph));
+  }
+  BENCH_CUDA(cudaStreamDestroy(s));
+}
+
+// Threads that run a job together when asked, as an engine's job system does: waking them
+// costs a barrier, not a thread's creation.
+class Workers {
+ public:
+  explicit Workers(int count) : start_(count + 1), done_(count + 1) {
+    for (int t = 0; t < count; ++t) {
+      threads_.emplace_back([this, t] {
+        for (;;) {
+          start_.arrive_and_wait();
+          if (stop_) return;
+          job_(t + 1);
+          done_.arrive_and_wait();
+        }
+      });
+    }
+  }
+  ~Workers() {
+    stop_ = true;
+    start_.arrive_and_wait();
+    for (std::thread& t : threads_) t.join();
+  }
+  // Runs job(0) here and job(1..count) on the workers; returns when all are done.
+  void run(const std::function<void(int)>& job) {
+    job_ = job;
+    start_.arrive_and_wait();
+    job_(0);
+    done_.arrive_and_wait();
+  }
+
+ private:
+  std::barrier<> start_, done_;
+  std::function<void(int)> job_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// A frame of 8 passes, each a secondary of `n` kernels recorded on a thread of its own, executed
+// by one primary: recording the secondaries on 8 threads against on one, and the whole frame
+// (recording + update of the primary's executable) both ways.
+void parallel_recording(int n) {
+  const Device gpu = Device::cuda(0);
+  constexpr int passes = 8;
+  Buffer<int> out(gpu, static_cast<std::size_t>(n) * passes);
+  int* ptr = out.data();
+  Workers workers(passes - 1);
+  auto record_pass = [&](CommandBuffer& cmd, int pass, int frame) {
+    Command prev;
+    for (int i = 0; i < n; ++i) {
+      auto k = cmd.launch(&store, LaunchConfig{{1}, {1}}, pass * n + i, frame + i, ptr);
+      if (i) k.after(prev);
+      prev = k;
+    }
+  };
+  // Records the frame's passes, on 1 or 8 threads, and the primary executing them.
+  auto record_frame = [&](std::vector<CommandBuffer>& secondaries, CommandBuffer& primary,
+                          int frame, bool parallel) {
+    for (int p = 0; p < passes; ++p) secondaries.emplace_back("pass " + std::to_string(p));
+    if (parallel) {
+      workers.run([&](int p) { record_pass(secondaries[p], p, frame); });
+    } else {
+      for (int p = 0; p < passes; ++p) record_pass(secondaries[p], p, frame);
+    }
+    for (CommandBuffer& secondary : secondaries) primary.execute(secondary);
+  };
+  std::vector<CommandBuffer> secondaries;
+  CommandBuffer first("frame");
+  record_frame(secondaries, first, 0, false);
+  Executable exe = compile(first, gpu, {.backend = Backend::cuda_graph});
+
+  std::vector<double> record_one, record_eight, frame_one, frame_eight;
+  for (int frame = 1; frame <= 15; ++frame) {
+    for (bool parallel : {false, true}) {
+      std::vector<CommandBuffer> passes_of_frame;
+      CommandBuffer primary("frame");
+      const double recorded = bench::host_us([&] {
+        record_frame(passes_of_frame, primary, frame, parallel);
+      });
+      const double updated = bench::host_us([&] { exe.update(primary); });
+      (parallel ? record_eight : record_one).push_back(recorded);
+      (parallel ? frame_eight : frame_one).push_back(recorded + updated);
+    }
+  }
+  const std::string what = "8 passes of " + std::to_string(n) + " kernels";
+  bench::row(what + ": record on 8 threads vs on 1", bench::median(record_one),
+             bench::median(record_eight), "us", "<= 0.167x");
+  bench::row(what + ": record + update, 8 threads vs 1", bench::median(frame_one),
+             bench::median(frame_eight), "us", "");
+}
+
 }  // namespace
 
 int main() {
@@ -124,5 +315,9 @@ int main() {
   for (int n : {1000, 10000}) {
     for (int percent : {0, 1, 10, 100}) frames(n, percent);
   }
+  bench::header("three structures in turn through an ExecutableCache, recording included");
+  cycling(1000);
+  bench::header("a frame of 8 secondaries recorded on 8 threads (first column: on one thread)");
+  parallel_recording(1000);
   return 0;
 }
