@@ -81,13 +81,19 @@ inline double launch_ms(cmdgraph::Executable& exe, cmdgraph::Queue& queue) {
   return cmdgraph::Event::elapsed(start, stop).count();
 }
 
-/// The median of `repeats` timed launches, after one untimed warm-up launch.
-inline double median_launch_ms(cmdgraph::Executable& exe, cmdgraph::Queue& queue, int repeats) {
+/// The `p`-th percentile of `repeats` timed launches, after one untimed warm-up launch.
+inline double launch_ms_percentile(cmdgraph::Executable& exe, cmdgraph::Queue& queue,
+                                   int repeats, double p) {
   exe.launch(queue);
   std::vector<double> times;
   for (int i = 0; i < repeats; ++i) times.push_back(launch_ms(exe, queue));
   queue.wait();
-  return percentile(times, 50);
+  return percentile(times, p);
+}
+
+/// The median of `repeats` timed launches, after one untimed warm-up launch.
+inline double median_launch_ms(cmdgraph::Executable& exe, cmdgraph::Queue& queue, int repeats) {
+  return launch_ms_percentile(exe, queue, repeats, 50);
 }
 
 /// A deterministic pseudo-random value k / 1024 in [0, 1) for index i: exact in float, so sums
