@@ -22,6 +22,10 @@ struct CacheEntry {
   Device device;
   CompileOptions options;
   Executable executable;
+  // What stats() reports of it, taken when it was compiled: a leased executable may be
+  // updating while another thread reads the cache's stats.
+  std::string name;
+  Backend backend;
   std::size_t bytes;  // ExecutableStats::transient_bytes
   std::size_t hits = 0;
   bool in_use = false;
@@ -54,14 +58,14 @@ struct CacheState {
     return nullptr;
   }
 
-  // Keeps `executable`, leased, at the front; the entries it pushes past the limits go to
+  // Keeps `entry` (leased) at the front; the entries it pushes past the limits go to
   // `dropped`, for the caller to destroy outside the lock (destroying waits for their launches).
-  CacheEntry* keep(std::uint64_t h, const Device& device, const CompileOptions& options,
-                   Executable executable, std::size_t bytes, std::list<CacheEntry>& dropped) {
+  CacheEntry* keep(CacheEntry entry, std::list<CacheEntry>& dropped) {
     const std::lock_guard lock(mutex);
-    entries.push_front({h, device, options, std::move(executable), bytes, 0, true});
-    counts.device_bytes += bytes;
+    counts.device_bytes += entry.bytes;
     ++counts.misses;
+    entry.in_use = true;
+    entries.push_front(std::move(entry));
     trim(dropped);
     return &entries.front();
   }
@@ -182,10 +186,12 @@ CachedExecutable ExecutableCache::acquire(CommandBuffer& frame, const Device& de
     return lease;
   }
   Executable executable = compile(frame, device, options);
+  std::string name = executable.name();
+  const Backend backend = executable.impl().stats().backend;
   const std::size_t bytes = executable.impl().stats().transient_bytes;
   std::list<detail::CacheEntry> dropped;
-  detail::CacheEntry* entry =
-      state.keep(hash, device, options, std::move(executable), bytes, dropped);
+  detail::CacheEntry* entry = state.keep(
+      {hash, device, options, std::move(executable), std::move(name), backend, bytes}, dropped);
   return CachedExecutable(state_, entry, false);
 }
 
@@ -194,8 +200,7 @@ CacheStats ExecutableCache::stats() const {
   CacheStats stats = state_->counts;
   stats.executables = state_->entries.size();
   for (const detail::CacheEntry& e : state_->entries) {
-    stats.entries.push_back({e.executable.name(), e.executable.backend(), e.device,
-                             e.bytes, e.hits, e.in_use});
+    stats.entries.push_back({e.name, e.backend, e.device, e.bytes, e.hits, e.in_use});
   }
   return stats;
 }

@@ -245,7 +245,8 @@ TEST_CASE("cache.an_update_error_loses_nothing" * doctest::timeout(60)) {
 
 TEST_CASE("cache.threads_share_one_cache" * doctest::timeout(180)) {
   // Four threads, each its own queue and memory, cycle two structures: every frame's result is
-  // its own, and each thread's frames are hits once a kept executable is free for it.
+  // its own, and each thread's frames are hits once a kept executable is free for it; a fifth
+  // reads the cache's stats all along.
   const auto on = cmdgraph::testing::available_backends().front();
   ExecutableCache cache;
   constexpr int threads = 4, frames = 40;
@@ -266,7 +267,16 @@ TEST_CASE("cache.threads_share_one_cache" * doctest::timeout(180)) {
       }
     });
   }
+  // stats() reads the kept executables while the workers update theirs.
+  std::atomic<bool> done{false};
+  std::size_t seen = 0;
+  std::thread reader([&] {
+    while (!done) seen = std::max(seen, cache.stats().executables);
+  });
   for (auto& t : pool) t.join();
+  done = true;
+  reader.join();
+  CHECK(seen <= 2 * threads);
   CHECK(wrong == 0);
   const CacheStats stats = cache.stats();
   CHECK(stats.hits + stats.misses == threads * frames);
