@@ -104,6 +104,15 @@ TEST_CASE("cache.options_and_devices_are_part_of_the_key" * doctest::timeout(60)
   }
   CHECK(cache.stats().misses == 2);
   CHECK(cache.stats().hits == 1);
+  if (Device::count() > 0) {  // the same frame for another device: compiled for it
+    for (int twice = 0; twice < 2; ++twice) {
+      CommandBuffer cmd("frame");
+      record(cmd, in, out, 2, 1);
+      cache.acquire(cmd, Device::cuda(0), {.hazards = Hazards::validate});
+    }
+    CHECK(cache.stats().misses == 3);
+    CHECK(cache.stats().hits == 2);
+  }
 }
 
 TEST_CASE("cache.the_least_recently_used_goes_first" * doctest::timeout(60)) {
