@@ -16,11 +16,13 @@
 namespace cmdgraph::detail {
 namespace {
 
-std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {
-  std::vector<Edge> sorted = edges;
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  return sorted;
+// The sorted distinct edges of either kind: what Plan::edges starts from.
+std::vector<Edge> edge_union(const std::vector<Edge>& full, const std::vector<Edge>& programmatic) {
+  std::vector<Edge> edges;
+  edges.reserve(full.size() + programmatic.size());
+  std::set_union(full.begin(), full.end(), programmatic.begin(), programmatic.end(),
+                 std::back_inserter(edges));
+  return edges;
 }
 
 // The edge Hazards::infer added as `e`, or null for a recorded edge.
@@ -119,9 +121,7 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
 
   const std::vector<Edge> full = distinct_edges(rec.edges());
   const std::vector<Edge> programmatic = distinct_edges(rec.programmatic_edges());
-  plan->edges.reserve(full.size() + programmatic.size());
-  std::set_union(full.begin(), full.end(), programmatic.begin(), programmatic.end(),
-                 std::back_inserter(plan->edges));
+  plan->edges = edge_union(full, programmatic);
   if (plan->hazards.applied == Hazards::infer) infer_edges(*plan);
   OrderResult ordered = topological_order(n, plan->edges);
   if (!ordered.cycle.empty()) report_cycle(*plan, ordered.cycle);
@@ -193,13 +193,10 @@ std::shared_ptr<const Plan> plan_of_new_values(const Plan& before, const Recordi
   for (std::uint32_t c = 0; c < commands.size(); ++c) {
     if (!same_but_values(before.command(c), commands[c])) return nullptr;
   }
-  const std::vector<Edge> full = distinct_edges(rec.edges());
-  const std::vector<Edge> programmatic = distinct_edges(rec.programmatic_edges());
-  std::vector<Edge> edges;
-  edges.reserve(full.size() + programmatic.size());
-  std::set_union(full.begin(), full.end(), programmatic.begin(), programmatic.end(),
-                 std::back_inserter(edges));
-  if (edges != before.edges) return nullptr;
+  if (edge_union(distinct_edges(rec.edges()), distinct_edges(rec.programmatic_edges())) !=
+      before.edges) {
+    return nullptr;
+  }
 
   auto plan = std::make_shared<Plan>(before);
   plan->recording_id = rec.id();

@@ -110,6 +110,14 @@ struct PlanOptions {
 std::shared_ptr<const Plan> build_plan(const Recording& recording,
                                        const PlanOptions& options = {});
 
+/// `edges` sorted, each once.
+inline std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {
+  std::vector<Edge> sorted = edges;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  return sorted;
+}
+
 /// The plan of `recording` when it records what `before` was built from but for values that
 /// change no command's access: `before`'s order, reduction, levels and hazard analysis with
 /// the recording's commands, values and declarations, at the cost of a comparison. Null when

@@ -2,8 +2,8 @@
 #include "plan/structure_hash.hpp"
 
 #include "command/transient_range.hpp"
+#include "plan/plan.hpp"
 
-#include <algorithm>
 #include <vector>
 
 namespace cmdgraph::detail {
@@ -24,9 +24,7 @@ struct Hasher {
 };
 
 void add_edges(Hasher& hasher, const std::vector<Edge>& recorded) {
-  std::vector<Edge> edges = recorded;
-  std::sort(edges.begin(), edges.end());
-  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  const std::vector<Edge> edges = distinct_edges(recorded);
   hasher.add(edges.size());
   for (const Edge& e : edges) hasher.add(std::uint64_t{e.parent} << 32 | e.child);
 }
