@@ -26,6 +26,7 @@ enum class CommandKind : unsigned char {
   alloc, free,
   write_value,  ///< a 32- or 64-bit value written once the work before it is done
   wait_value,   ///< what follows waits until a 32- or 64-bit value in memory is reached
+  indirect,     ///< a kernel or parallel_for sized by a grid or count read as it runs
 };
 /// The kind's name as the enumerator spells it, e.g. "parallel_for"; never null.
 const char* to_string(CommandKind kind) noexcept;

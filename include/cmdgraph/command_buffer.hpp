@@ -128,6 +128,58 @@ class CommandBuffer {
          &typeid(F)}));
   }
 
+  /// Launches `kernel` on a grid read from memory as the command runs (Vulkan's
+  /// vkCmdDispatchIndirect): the first element of `grid`, a DispatchSize, which commands before
+  /// it in the same launch may write. It reads `grid` (hazards): order its writers before it by
+  /// an edge or declared access. `config.grid` is the largest grid it runs: a dimension asked
+  /// beyond it is clamped to it, and the run counted by Executable::clamped_dispatches(); a 0
+  /// in any dimension runs nothing. Arguments as for launch(). On a CUDA graph the kernel is a
+  /// device-updatable node whose grid a one-thread kernel before it sets on the device, so
+  /// no size returns to the host (the streams backend launches the two as a graph of its own);
+  /// the host backend runs no __global__ kernel (record parallel_for_indirect to run on both).
+  /// A re-recorded buffer changes it; its handle updates nothing.
+  /// \pre `grid` is not null or empty and is aligned to 4 bytes, `config` has no zero
+  /// dimension (else Error(invalid_argument) naming the command, and nothing is recorded).
+  template <class Grid, class... P, class... A>
+    requires std::same_as<std::remove_const_t<detail::element_of<Grid>>, DispatchSize> &&
+             (sizeof...(P) == sizeof...(A) && (detail::converts_to<A, P> && ...))
+  Command launch_indirect(void (*kernel)(P...), const Grid& grid, const LaunchConfig& config,
+                          A&&... args) {
+    static_assert((std::is_trivially_copyable_v<P> && ...),
+                  "kernel parameters must be trivially copyable");
+    if (auto misfit = detail::first_misfit<P...>(args...)) {
+      reject_value(CommandKind::indirect, *misfit);
+    }
+    const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
+    return Command(add_indirect(
+        {detail::indirect_spec(grid, detail::IndirectForm::grid, config, 0),
+         reinterpret_cast<const void*>(kernel), nullptr, converted.arguments()}));
+  }
+
+  /// Calls f(i) for every i in [0, n), in parallel, where n is read from memory as the command
+  /// runs: the first element of `count` (std::uint32_t or std::uint64_t), which commands
+  /// before it in the same launch may write (it reads `count`, as launch_indirect reads its
+  /// grid). A count above `max_count` runs `max_count` items, and the run is counted by
+  /// Executable::clamped_dispatches(); a count of 0 runs nothing. The functor is as for
+  /// parallel_for. On CUDA devices a dispatcher kernel sizes the parallel_for's node on the
+  /// device, as for launch_indirect; on the host backend the count is read when the command
+  /// runs. A re-recorded buffer changes it; its handle updates nothing.
+  /// \pre `count` is not null or empty and is aligned to its element, `max_count` > 0 (else
+  /// Error(invalid_argument) naming the command, and nothing is recorded).
+  template <class Count, class F>
+    requires std::invocable<const F&, std::size_t> &&
+             detail::MemoryOpValue<std::remove_const_t<detail::element_of<Count>>>
+  Command parallel_for_indirect(const Count& count, std::size_t max_count, const F& f) {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "parallel_for functors are copied byte-wise to the device: capture pointers "
+                  "and values, not containers");
+    const detail::KernelParam functor = detail::kernel_param(f);
+    return Command(add_indirect(
+        {detail::indirect_spec(count, detail::IndirectForm::count, LaunchConfig{}, max_count),
+         detail::device_kernel_of<F>(), detail::host_invoke_of<F>(),
+         {&functor, 1, &typeid(F)}}));
+  }
+
   /// Copies `count` elements from `src` to `dst` (any mix of host, pinned and device memory).
   template <class Dst, class Src>
   CopyCommand<detail::element_of<Dst>> copy(const Dst& dst, const Src& src, std::size_t count) {
@@ -400,6 +452,7 @@ class CommandBuffer {
 
   detail::CommandRef add_kernel(const detail::KernelSpec& spec);
   detail::CommandRef add_parallel_for(const detail::ParallelForSpec& spec);
+  detail::CommandRef add_indirect(const detail::IndirectRecord& record);
   /// Records a command of `kind` from `values`, which its kind's recording hook checks and
   /// stores (lib/command): a kind of plain values needs no recording function of its own.
   template <class V>

@@ -202,6 +202,15 @@ struct ExecutableStats {
   ///@}
 };
 
+/// An indirect command whose source asked for more than its limit
+/// (Executable::clamped_dispatches).
+struct ClampedDispatch {
+  std::string command;       ///< its name
+  std::uint64_t times = 0;   ///< the runs clamped
+  std::uint64_t largest = 0; ///< the most any run asked for: items (parallel_for_indirect) or
+                             ///< blocks, x * y * z (launch_indirect)
+};
+
 /// How update(CommandBuffer&) may proceed when the new recording differs in structure.
 struct UpdateOptions {
   /// Re-instantiate when an in-place update is impossible, instead of throwing.
@@ -269,6 +278,11 @@ class Executable {
   /// Error(wrong_state) unless compiled with CompileOptions{.profile = true} and launched;
   /// Error(cuda_error) when CUPTI failed to trace that launch.
   Profile last_profile() const;
+  /// The indirect commands (launch_indirect, parallel_for_indirect) clamped to their limit
+  /// in the launches that have finished, bodies included, each once: empty when none was.
+  /// Counted from compile(), or from an update that rebuilt the executable. Read after waiting
+  /// for the launches to count (a launch in flight may or may not be counted).
+  std::vector<ClampedDispatch> clamped_dispatches() const;
   /// Writes the executable as Graphviz DOT: commands with names and kinds, edges after
   /// reduction, lanes as colours, the critical path in bold red, measured times when profiled.
   void write_dot(const std::string& path, const DotOptions& options = {}) const;

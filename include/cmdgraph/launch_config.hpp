@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace cmdgraph {
 
@@ -29,6 +30,15 @@ struct LaunchConfig {
   std::size_t shared_bytes = 0;
   /// Equal when grid, block and shared memory are.
   friend constexpr bool operator==(const LaunchConfig&, const LaunchConfig&) = default;
+};
+
+/// A grid as memory holds it for CommandBuffer::launch_indirect (Vulkan's
+/// VkDispatchIndirectCommand): blocks in x, y and z, written by the commands before the launch.
+struct DispatchSize {
+  /// Blocks in x, y and z; a 0 in any of them runs nothing.
+  ///@{
+  std::uint32_t x = 1, y = 1, z = 1;
+  ///@}
 };
 
 }  // namespace cmdgraph

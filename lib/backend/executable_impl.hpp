@@ -74,6 +74,8 @@ class ExecutableImpl {
   /// The timings of the most recent launch, waiting for it; Error(wrong_state) when not
   /// profiling or never launched.
   Profile last_profile() const;
+  /// The indirect commands clamped so far (Executable::clamped_dispatches).
+  virtual std::vector<ClampedDispatch> clamped_dispatches() const { return {}; }
   /// The stream or lane of each root command, where the backend has lanes.
   virtual std::vector<unsigned> command_lanes() const { return {}; }
   /// CUDA's own DOT of the graph (graph backend only).

@@ -27,6 +27,11 @@ struct KindTraits {
   bool conditional = false;       ///< runs its bodies as a condition evaluated as it runs
                                   ///< decides: a conditional node on CUDA (the streams backend,
                                   ///< which enqueues ahead, launches it as a graph of its own)
+  bool sized_on_device = false;  ///< reads its grid or count from memory as it runs: on a CUDA
+                                 ///< graph a device-updatable kernel node a dispatcher kernel
+                                 ///< sizes (its graph cannot be updated as a whole, cloned or
+                                 ///< instantiated twice); the streams backend launches the two
+                                 ///< as a graph of its own
   bool expands = false;           ///< runs its one body in its place: flattened, the body's
                                   ///< commands sit between two joins (an executed buffer)
   bool reaches_peers = false;     ///< may touch another GPU's memory (a peer copy); other

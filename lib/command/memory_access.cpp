@@ -70,6 +70,11 @@ void ValueOp::implied_access(const ArgumentStore& values, std::vector<MemoryAcce
   out.push_back(access_of(v.target, v.waits ? AccessMode::read : AccessMode::write));
 }
 
+void IndirectPayload::implied_access(const ArgumentStore& values,
+                                     std::vector<MemoryAccess>& out) const {
+  out.push_back(access_of(values.get<IndirectSpec>(spec).source, AccessMode::read));
+}
+
 void CollectivePayload::implied_access(const ArgumentStore& values,
                                        std::vector<MemoryAccess>& out) const {
   const auto& c = values.get<CollectiveSpec>(spec);

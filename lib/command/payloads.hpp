@@ -5,8 +5,10 @@
 
 #include "command/memory_access.hpp"
 #include "command/argument_store.hpp"
+#include "command/conditional_payloads.hpp"
 #include "command/kind_traits.hpp"
 #include "command/transient_range.hpp"
+#include "command/value_payloads.hpp"
 
 #include <cmdgraph/detail/collectives.hpp>
 #include <cmdgraph/detail/specs.hpp>
@@ -145,77 +147,6 @@ struct BarrierPayload {
   bool operator==(const BarrierPayload&) const = default;
 };
 
-/// A host+device functor that decides which body of a conditional command runs, stored like a
-/// kernel parameter: on CUDA devices a one-thread kernel evaluates it and sets a conditional
-/// handle to the value `host` returns on the host (1 or 0 for a condition, the selected body
-/// for a selector).
-struct Condition {
-  ArgumentStore::Slot functor;
-  HostCondition host;         // null when the functor has no host version
-  const void* device_kernel;  // null when not recorded in a CUDA translation unit
-  bool operator==(const Condition&) const = default;
-};
-
-/// How a conditional command runs its bodies for its condition's value (CUDA's WHILE, IF and
-/// SWITCH nodes).
-enum class Branching : unsigned char {
-  repeat,  ///< body 0 again and again while the value is non-zero, checked before every pass
-  once,    ///< body 0 once when the value is non-zero, else body 1 when there is one
-  select,  ///< body `value` once; none when the value names no body
-};
-
-/// The body a condition's `value` runs, or nullopt for none.
-constexpr std::optional<std::uint32_t> chosen_body(Branching branching, std::uint32_t value,
-                                                   std::size_t bodies) noexcept {
-  if (branching == Branching::select) {
-    return value < bodies ? std::optional<std::uint32_t>(value) : std::nullopt;
-  }
-  if (value != 0) return 0u;
-  return branching == Branching::once && bodies > 1 ? std::optional<std::uint32_t>(1u)
-                                                    : std::nullopt;
-}
-
-/// What every conditional command stores: its bodies, in the order its kind gives them
-/// meaning (Branching), and the condition or selector that picks among them.
-struct ConditionalBodies {
-  std::vector<std::shared_ptr<const Recording>> bodies;
-  Condition condition;
-  const void* code() const noexcept { return condition.device_kernel; }
-  bool operator==(const ConditionalBodies&) const = default;
-};
-
-struct LoopPayload : ConditionalBodies {
-  static constexpr KindTraits traits{.kind = CommandKind::loop, .name = "loop_while",
-                                     .dot_shape = "doubleoctagon", .runs_device_code = true,
-                                     .declares_access = true, .conditional = true};
-  static constexpr Branching branching = Branching::repeat;
-  bool operator==(const LoopPayload&) const = default;
-};
-
-struct IfPayload : ConditionalBodies {
-  static constexpr KindTraits traits{.kind = CommandKind::if_then, .name = "if_then",
-                                     .dot_shape = "Mdiamond", .runs_device_code = true,
-                                     .declares_access = true, .conditional = true};
-  static constexpr Branching branching = Branching::once;  // one body
-  bool operator==(const IfPayload&) const = default;
-};
-
-struct IfElsePayload : ConditionalBodies {
-  static constexpr KindTraits traits{.kind = CommandKind::if_else, .name = "if_else",
-                                     .dot_shape = "hexagon", .runs_device_code = true,
-                                     .declares_access = true, .conditional = true};
-  static constexpr Branching branching = Branching::once;  // then, else
-  bool operator==(const IfElsePayload&) const = default;
-};
-
-struct SwitchPayload : ConditionalBodies {
-  static constexpr KindTraits traits{.kind = CommandKind::switch_on, .name = "switch_on",
-                                     .dot_shape = "invtrapezium", .runs_device_code = true,
-                                     .declares_access = true, .conditional = true};
-  static constexpr Branching branching = Branching::select;  // one body per case
-  bool operator==(const SwitchPayload&) const = default;
-};
-
 /// An NCCL collective, or a group of sends and receives (exchange), on one rank of a
 /// communicator. Only recorded in builds with NCCL.
 struct CollectivePayload {
@@ -261,36 +192,23 @@ struct FreePayload {
   bool operator==(const FreePayload&) const = default;
 };
 
-/// What every memory operation stores: one value written or waited for (ValueSpec). Each
-/// kind's recording hook is `{ValueOp::recorded(site, values, waits)}`.
-struct ValueOp {
-  ArgumentStore::Slot spec;  // ValueSpec
-  static ValueOp recorded(RecordSite& site, const CommandValues& values, bool waits);
-  /// A new target and value; a wait keeps its comparison.
-  void update(UpdateSite& site, const CommandValues& values) const;
-  /// A write writes its target, a wait reads it.
+/// A kernel or parallel_for whose size is read from memory as it runs (launch_indirect,
+/// parallel_for_indirect): a grid clamped to its largest, or a count to its most. Its
+/// parameters follow its IndirectSpec: the kernel's, or the parallel_for's (functor, count).
+struct IndirectPayload {
+  static constexpr KindTraits traits{.kind = CommandKind::indirect, .name = "indirect",
+                                     .dot_shape = "box", .runs_device_code = true,
+                                     .declares_access = true, .sized_on_device = true};
+  const void* function;             // the kernel, or the parallel_for's device kernel (or null)
+  HostInvoke host;                  // a parallel_for's host version, else null
+  ArgumentStore::Slot spec;         // IndirectSpec
+  std::uint32_t param_count;        // parameters, in the slots after spec
+  const std::type_info* signature;  // the kernel's or the functor's typeid
+  ArgumentStore::Slot first_param() const noexcept { return spec + 1; }
+  const void* code() const noexcept { return function; }
+  /// Reads its source.
   void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
-  bool operator==(const ValueOp&) const = default;
-};
-
-struct WriteValuePayload : ValueOp {
-  static constexpr KindTraits traits{.kind = CommandKind::write_value, .name = "write_value",
-                                     .dot_shape = "rarrow", .updatable = true,
-                                     .in_device_loop = false, .pinned_or_device = true};
-  static WriteValuePayload record(RecordSite& site, const CommandValues& values) {
-    return {recorded(site, values, false)};
-  }
-  bool operator==(const WriteValuePayload&) const = default;
-};
-
-struct WaitValuePayload : ValueOp {
-  static constexpr KindTraits traits{.kind = CommandKind::wait_value, .name = "wait_value",
-                                     .dot_shape = "larrow", .updatable = true,
-                                     .in_device_loop = false, .pinned_or_device = true};
-  static WaitValuePayload record(RecordSite& site, const CommandValues& values) {
-    return {recorded(site, values, true)};
-  }
-  bool operator==(const WaitValuePayload&) const = default;
+  bool operator==(const IndirectPayload&) const = default;
 };
 
 /// Every kind of command, in CommandKind's order.
@@ -298,7 +216,8 @@ using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, Fil
                              HostPayload, EventRecordPayload, EventWaitPayload, NestedPayload,
                              CapturePayload, BarrierPayload, LoopPayload, IfPayload,
                              IfElsePayload, SwitchPayload, CollectivePayload, AllocPayload,
-                             FreePayload, WriteValuePayload, WaitValuePayload>;
+                             FreePayload, WriteValuePayload, WaitValuePayload,
+                             IndirectPayload>;
 
 /// How a command asked to run, beside what it does.
 struct RunHints {

@@ -89,6 +89,21 @@ std::string problem_with(const ValueSpec& v) {
   return {};
 }
 
+std::string problem_with(const IndirectSpec& indirect) {
+  const bool grid = indirect.form == IndirectForm::grid;
+  if (std::string p = problem_with(indirect.source, grid ? "grid source" : "count source");
+      !p.empty()) {
+    return p;
+  }
+  const std::size_t align = grid ? alignof(std::uint32_t) : indirect.source.element_size;
+  if (reinterpret_cast<std::uintptr_t>(indirect.source.data) % align != 0) {
+    return std::string(grid ? "grid" : "count") + " source is not aligned to " +
+           std::to_string(align) + " bytes";
+  }
+  if (!grid && indirect.max_count == 0) return "zero max_count";
+  return grid ? problem_with(indirect.limit) : std::string();
+}
+
 std::string prepare(CollectiveSpec& c, int ranks, int rank, int device) {
   if (c.count == 0) return "zero-size collective";
   if (c.count > std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(ranks)) {

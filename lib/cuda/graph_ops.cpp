@@ -61,6 +61,21 @@ void set_kernel_priority(cudaGraphNode_t node, int priority, Served served) {
                 &value);
 }
 
+cudaGraphDeviceNode_t make_device_updatable(cudaGraphNode_t node, Served served) {
+  cudaLaunchAttributeValue value{};
+  value.deviceUpdatableKernelNode.deviceUpdatable = 1;
+  CMDGRAPH_CUDA(served, cudaGraphKernelNodeSetAttribute, node,
+                cudaLaunchAttributeDeviceUpdatableKernelNode, &value);
+  cudaLaunchAttributeValue handle{};
+  CMDGRAPH_CUDA(served, cudaGraphKernelNodeGetAttribute, node,
+                cudaLaunchAttributeDeviceUpdatableKernelNode, &handle);
+  return handle.deviceUpdatableKernelNode.devNode;
+}
+
+void add_edge(cudaGraph_t graph, cudaGraphNode_t from, cudaGraphNode_t to, Served served) {
+  CMDGRAPH_CUDA(served, cudaGraphAddDependencies, graph, &from, &to, nullptr, 1);
+}
+
 void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served served) {
   if (spec.memory_op) {
     set_memory_op_node(exec, node, *spec.memory_op, served);

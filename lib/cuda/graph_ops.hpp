@@ -50,6 +50,12 @@ cudaGraphEdgeData programmatic_edge() noexcept;
 /// Runs kernel node `node` at CUDA priority `priority` (taken when the graph is instantiated
 /// with node priorities).
 void set_kernel_priority(cudaGraphNode_t node, int priority, Served served);
+/// Makes kernel node `node` updatable from the device, returning the handle kernels update it
+/// by (its grid, parameters, enabled). Its graph can then not be updated as a whole
+/// (cudaGraphExecUpdate), cloned or instantiated twice, nor copied into a child graph node.
+cudaGraphDeviceNode_t make_device_updatable(cudaGraphNode_t node, Served served);
+/// The edge `from` -> `to` in `graph` (a full one).
+void add_edge(cudaGraph_t graph, cudaGraphNode_t from, cudaGraphNode_t to, Served served);
 /// Makes `node` of `exec` do `spec` from the next launch on (kernel, copy and fill nodes).
 void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, NodeSpec& spec, Served served);
 /// The graph a child graph node runs, owned by the node: nodes added to it run in the node.

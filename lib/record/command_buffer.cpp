@@ -99,6 +99,28 @@ detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec
   return rec.add(detail::ParallelForPayload{functor, spec.host, spec.device_kernel, spec.type});
 }
 
+detail::CommandRef CommandBuffer::add_indirect(const detail::IndirectRecord& record) {
+  Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec);
+  rec.require_open("record");
+  if (record.function == nullptr && record.host == nullptr) {
+    reject(rec, CommandKind::indirect, "null kernel function");
+  }
+  require(rec, CommandKind::indirect, detail::problem_with(record.spec));
+  detail::ArgumentStore& args = rec.arguments();
+  const auto spec = args.add_value(record.spec);
+  const detail::KernelArguments& arguments = record.arguments;
+  for (std::size_t i = 0; i < arguments.count; ++i) args.add(arguments.params[i]);
+  std::uint32_t params = static_cast<std::uint32_t>(arguments.count);
+  if (record.spec.form == detail::IndirectForm::count) {
+    // The parallel_for kernel's count, which the dispatcher sets as the command runs.
+    args.add_value(static_cast<std::size_t>(record.spec.max_count));
+    ++params;
+  }
+  return rec.add(detail::IndirectPayload{record.function, record.host, spec, params,
+                                         arguments.signature});
+}
+
 namespace {
 // What a kind's recording hook checks and stores through: the command about to be recorded.
 class RecordingSite final : public detail::RecordSite {

@@ -12,6 +12,10 @@ namespace cmdgraph {
 
 Profile Executable::last_profile() const { return impl().last_profile(); }
 
+std::vector<ClampedDispatch> Executable::clamped_dispatches() const {
+  return impl().clamped_dispatches();
+}
+
 void Executable::write_dot(const std::string& path, const DotOptions& options) const {
   const detail::ExecutableImpl& exe = impl();
   std::optional<Profile> profile;

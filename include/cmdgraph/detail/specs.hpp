@@ -105,6 +105,27 @@ struct MemoryRange {
   unsigned char zero[3] = {};  // what would be padding, zeroed
 };
 
+/// How an indirect command reads its size as it runs: a grid (DispatchSize) or a count.
+enum class IndirectForm : std::uint32_t { grid, count };
+
+/// An indirect command's values: where its size is read from, and its limits.
+struct IndirectSpec {
+  MemoryRange source;       // one DispatchSize (grid) or one std::uint32_t or std::uint64_t
+  LaunchConfig limit;       // grid: the largest grid, the block and the shared memory
+  std::uint64_t max_count;  // count: the most items a run covers
+  IndirectForm form;
+  std::uint32_t zero = 0;   // what would be padding, zeroed
+};
+
+/// What CommandBuffer::launch_indirect and parallel_for_indirect hand to the library.
+struct IndirectRecord {
+  IndirectSpec spec;
+  const void* function;       // the kernel's host stub, or the parallel_for's device kernel
+                              // (null when recorded outside a CUDA translation unit)
+  HostInvoke host;            // a parallel_for's host version (null for a kernel, or none)
+  KernelArguments arguments;  // the kernel's, or the parallel_for's functor alone
+};
+
 struct CopySpec {
   MemoryRange dst;
   MemoryRange src;
@@ -149,7 +170,8 @@ struct ValueSpec {
 
 static_assert(std::has_unique_object_representations_v<CopySpec> &&
               std::has_unique_object_representations_v<FillSpec> &&
-              std::has_unique_object_representations_v<ValueSpec>);
+              std::has_unique_object_representations_v<ValueSpec> &&
+              std::has_unique_object_representations_v<IndirectSpec>);
 
 /// A type-erased host callable; the recording and every executable share one instance.
 class HostTask {

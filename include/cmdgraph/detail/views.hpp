@@ -64,4 +64,11 @@ ValueSpec value_spec(const Target& target, element_of<Target> value, bool waits,
   return {memory_range(to_view(target), 1), value, waits, compare};
 }
 
+/// An indirect command's values: the first element of `source`, read as `form` says.
+template <class Source>
+IndirectSpec indirect_spec(const Source& source, IndirectForm form, const LaunchConfig& limit,
+                           std::uint64_t max_count) {
+  return {memory_range(to_view(source), 1), limit, max_count, form};
+}
+
 }  // namespace cmdgraph::detail

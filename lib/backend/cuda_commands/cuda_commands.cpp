@@ -99,6 +99,14 @@ class Check {
   void operator()(const WaitValuePayload& p) const {
     memory(plan_.arguments().get<ValueSpec>(p.spec).target, false);
   }
+  void operator()(const IndirectPayload& p) const {
+    if (!p.function) {
+      refuse(errc::unsupported,
+             "its functor has no device version (record it in a translation unit compiled by "
+             "nvcc, with a __host__ __device__ call operator)");
+    }
+    memory(plan_.arguments().get<IndirectSpec>(p.spec).source, false);
+  }
 
   /// Checks every command of `plan`.
   static void all(const Plan& plan, const Plan& root, int device) {
@@ -207,6 +215,8 @@ struct Launch {
   std::optional<KernelLaunch> operator()(const AllocPayload&) const { return std::nullopt; }
   std::optional<KernelLaunch> operator()(const FreePayload&) const { return std::nullopt; }
   std::optional<KernelLaunch> operator()(const ValueOp&) const { return std::nullopt; }
+  // Sized as it runs: its kernel is a node of its graph (GraphForm).
+  std::optional<KernelLaunch> operator()(const IndirectPayload&) const { return std::nullopt; }
 };
 
 // ---- Graph nodes ----
@@ -308,6 +318,38 @@ struct GraphForm {
   cudaGraphNode_t operator()(const SwitchPayload& p) const { return conditional(p); }
   cudaGraphNode_t operator()(const WriteValuePayload& p) const { return memory_op_node(p); }
   cudaGraphNode_t operator()(const WaitValuePayload& p) const { return memory_op_node(p); }
+  // The kernel's node starts at its largest grid; the dispatcher sizes it at every run.
+  cudaGraphNode_t operator()(const IndirectPayload& p) const {
+    const ArgumentStore& args = site.args();
+    const auto& spec = args.get<IndirectSpec>(p.spec);
+    KernelLaunch work;
+    work.function = p.function;
+    for (std::uint32_t i = 0; i < p.param_count; ++i) {
+      work.params.push_back(args.data(p.first_param() + i));
+    }
+    IndirectDispatch dispatch{spec.source.data, spec.form == IndirectForm::count, {}, {}};
+    if (dispatch.counts) {
+      const std::uint64_t blocks = (spec.max_count + parallel_for_block - 1) / parallel_for_block;
+      const unsigned max_blocks = static_cast<unsigned>(
+          std::min<std::uint64_t>(blocks, resident_blocks(p.function, site.device())));
+      work.block = dim3(parallel_for_block);
+      work.grid = dim3(max_blocks);
+      // parallel_for_kernel(F f, std::size_t n): n follows the functor, aligned.
+      const std::size_t functor_bytes = args.size(p.first_param());
+      const std::size_t offset =
+          (functor_bytes + alignof(std::size_t) - 1) / alignof(std::size_t) * alignof(std::size_t);
+      dispatch.count = {spec.max_count, parallel_for_block, max_blocks, offset,
+                        static_cast<unsigned>(spec.source.element_size)};
+    } else {
+      const LaunchConfig& c = spec.limit;
+      work.grid = dim3(c.grid.x, c.grid.y, c.grid.z);
+      work.block = dim3(c.block.x, c.block.y, c.block.z);
+      work.shared_bytes = static_cast<unsigned>(c.shared_bytes);
+      dispatch.limit = work.grid;
+    }
+    cuda::NodeSpec node = kernel_node(work);
+    return site.indirect(node, dispatch);
+  }
   cudaGraphNode_t memory_op_node(const ValueOp& p) const {
     cuda::NodeSpec spec;
     spec.memory_op = memory_op(site.args().get<ValueSpec>(p.spec));
@@ -355,13 +397,11 @@ struct StreamForm {
   void operator()(const BarrierPayload&) const {}  // ordering only
   // A conditional command is a graph of its own (its condition kernel, its conditional node
   // and its bodies), launched in order on the task's stream.
-  void conditional() const {
-    cuda::launch_graph(site.graph, site.stream, site.served);
-  }
-  void operator()(const LoopPayload&) const { conditional(); }
-  void operator()(const IfPayload&) const { conditional(); }
-  void operator()(const IfElsePayload&) const { conditional(); }
-  void operator()(const SwitchPayload&) const { conditional(); }
+  void own_graph() const { cuda::launch_graph(site.graph, site.stream, site.served); }
+  void operator()(const LoopPayload&) const { own_graph(); }
+  void operator()(const IfPayload&) const { own_graph(); }
+  void operator()(const IfElsePayload&) const { own_graph(); }
+  void operator()(const SwitchPayload&) const { own_graph(); }
   void operator()(const CollectivePayload& p) const {
     enqueue_collective(p, site.args, site.stream, site.served);
   }
@@ -370,6 +410,8 @@ struct StreamForm {
   void operator()(const FreePayload&) const {}
   void operator()(const WriteValuePayload& p) const { memory_op(p); }
   void operator()(const WaitValuePayload& p) const { memory_op(p); }
+  // Its dispatcher and kernel are a graph of its own, as a conditional command's are.
+  void operator()(const IndirectPayload&) const { own_graph(); }
   void memory_op(const ValueOp& p) const {
     cuda::memory_op_async(detail::memory_op(site.args.get<ValueSpec>(p.spec)), site.stream,
                           site.served);

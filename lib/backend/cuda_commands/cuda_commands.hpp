@@ -6,6 +6,7 @@
 
 #include "backend/cuda_commands/host_callbacks.hpp"
 #include "cuda/check.hpp"
+#include "cuda/dispatch.hpp"
 #include "cuda/graph_ops.hpp"
 #include "cuda/stream_ops.hpp"
 #include "plan/plan.hpp"
@@ -43,6 +44,15 @@ std::optional<int> kernel_priority(const CommandRecord& command, int device,
 std::optional<KernelLaunch> kernel_launch(const Payload& payload, const ArgumentStore& args,
                                           int device);
 
+/// How an indirect command's dispatcher sizes its kernel node: from the grid at `source`
+/// clamped to `limit`, or from the count at `source` as `count` says.
+struct IndirectDispatch {
+  const void* source;
+  bool counts;
+  dim3 limit;
+  cuda::CountDispatch count;
+};
+
 /// Where a command's graph node goes: what its graph form may use. The graph builder makes it.
 class GraphSite {
  public:
@@ -67,6 +77,10 @@ class GraphSite {
   /// pass).
   virtual cudaGraphNode_t conditional(cudaGraphConditionalNodeType type,
                                       const Condition& condition) = 0;
+  /// The command's kernel `work`, sized as it runs: a device-updatable node after a
+  /// one-thread dispatcher kernel (after the command's parents) that sets its grid as
+  /// `dispatch` says, reporting to the command's DispatchReport.
+  virtual cudaGraphNode_t indirect(cuda::NodeSpec& work, const IndirectDispatch& dispatch) = 0;
   /// The command's memory allocation node returned `address`: later nodes reach its transient
   /// there.
   virtual void allocated(void* address) = 0;

@@ -39,6 +39,7 @@ class GraphExecutable final : public CudaExecutable {
                   "timed-event profiling of one launch in N cannot hold; profile every launch, "
                   "or through CUPTI");
     }
+    reports_ = pinned_reports(*plan);
     InstanceOptions options = instance_options(mode(), captures);
     options.instantiate_ms = &this->stats().instantiate_ms;
     current_ = instantiate(*plan, args_, transients_, options);
@@ -88,7 +89,7 @@ class GraphExecutable final : public CudaExecutable {
   // How the instance launches are timed in (`timing`) is made.
   InstanceOptions instance_options(ProfileMode timing, Captures* captures) const {
     InstanceOptions options;
-    options.build = {ordinal(), nullptr, timing, captures, lowering().programmatic};
+    options.build = {ordinal(), nullptr, timing, captures, lowering().programmatic, reports_};
     if (timing == ProfileMode::cupti) options.tracing = session_;
     return options;
   }
@@ -176,10 +177,22 @@ class GraphExecutable final : public CudaExecutable {
     return p;
   }
 
+  std::vector<ClampedDispatch> clamped_dispatches() const override {
+    std::lock_guard lock(mutex());
+    return reports_ ? reports_->clamped() : std::vector<ClampedDispatch>{};
+  }
+
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
                     const UpdateOptions& options) override {
     ExecutableValues args(plan->values);
     if (difference) return rebuild(std::move(plan), std::move(args), difference.what);
+    if (reports_) {
+      const std::string why =
+          "CUDA updates no graph with device-updatable kernel nodes (the indirect commands') "
+          "as a whole";
+      if (!options.reinstantiate_if_needed) refuse_update(why);
+      return rebuild(std::move(plan), std::move(args), why);
+    }
     if (!plan->memory.list.empty()) {
       // Every graph built places its memory nodes' allocations anew, and a node may not reach
       // another graph's (the H200 refused the memset of a re-recorded pipeline, run 47).
@@ -210,7 +223,7 @@ class GraphExecutable final : public CudaExecutable {
     for (Instance* in : instances()) {
       GraphBuilder builder({ordinal(), current_.host_errors.get(),
                             in == &current_ ? mode() : ProfileMode::off, nullptr,
-                            lowering().programmatic});
+                            lowering().programmatic, reports_});
       // The plan has the executable's structure, so its lane edges still hold every edge;
       // costs given since would shape it otherwise, and CUDA updates no edge.
       fresh.push_back(builder.build(plan, args, transients, true, in->built.shaping));
@@ -260,15 +273,24 @@ class GraphExecutable final : public CudaExecutable {
 
   UpdateResult rebuild(std::shared_ptr<const Plan> plan, ExecutableValues args,
                        std::string why) {
+    // Reports of their own for the fresh instances: launches in flight write the old ones,
+    // which their graphs keep.
+    std::shared_ptr<DispatchReports> before = std::exchange(reports_, pinned_reports(*plan));
     TransientBinding transients(*plan);
-    Instance fresh = instantiate(*plan, args, transients, instance_options(mode(), nullptr));
+    std::optional<Instance> fresh;
     std::unique_ptr<Instance> fresh_plain;
-    if (split()) {
-      fresh_plain = std::make_unique<Instance>(
-          instantiate(*plan, args, transients, plain_options(fresh, nullptr)));
+    try {
+      fresh.emplace(instantiate(*plan, args, transients, instance_options(mode(), nullptr)));
+      if (split()) {
+        fresh_plain = std::make_unique<Instance>(
+            instantiate(*plan, args, transients, plain_options(*fresh, nullptr)));
+      }
+    } catch (...) {
+      reports_ = std::move(before);
+      throw;
     }
     std::lock_guard lock(mutex());
-    retire(std::make_shared<Instance>(std::exchange(current_, std::move(fresh))));
+    retire(std::make_shared<Instance>(std::exchange(current_, std::move(*fresh))));
     if (plain_) retire(std::shared_ptr<Instance>(std::exchange(plain_, std::move(fresh_plain))));
     start_context(current_.context);  // the fresh instance counts its own launches
     note_shaping(current_.built.shaping.get());
@@ -290,6 +312,8 @@ class GraphExecutable final : public CudaExecutable {
   }
 
   ExecutableValues args_;
+  // Where the instances' indirect commands report (null without any).
+  std::shared_ptr<DispatchReports> reports_;
   Instance current_;
   std::unique_ptr<Instance> plain_;  // event mode, one launch in N: the launches not profiled
   cuda::Event switched_;             // orders launches of the two across queues

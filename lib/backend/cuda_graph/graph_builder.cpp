@@ -6,6 +6,7 @@
 #include "cuda/graph_ops.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 namespace cmdgraph::detail {
@@ -90,6 +91,11 @@ class GraphBuilder::Site final : public GraphSite {
     if (builder_.cupti_) {
       return builder_.inline_body(body, graph_, deps_, timed_, priority_, before_, after_);
     }
+    // A device-updatable node cannot be copied into a child graph node (the copy crashed at
+    // teardown on the H200, tools/probes): a body holding one is built in place.
+    if (sized_on_device(body)) {
+      return builder_.inline_body(body, graph_, deps_, timed_, priority_, before_, after_);
+    }
     std::vector<cudaGraphNode_t> nodes;
     cuda::Graph child = cuda::create_graph(name_);
     after_ = builder_.add_nodes(body, body.arguments(), child.get(), nodes, nullptr,
@@ -134,6 +140,9 @@ class GraphBuilder::Site final : public GraphSite {
                               const Condition& condition) override {
     return builder_.add_conditional(plan_, c_, type, condition, args_, graph_, deps_, timed_,
                                     priority_);
+  }
+  cudaGraphNode_t indirect(cuda::NodeSpec& work, const IndirectDispatch& dispatch) override {
+    return builder_.add_indirect(plan_, c_, work, dispatch, graph_, deps_, timed_, priority_);
   }
   // Only the root plan allocates (the recording refuses allocations in bodies).
   void allocated(void* address) override { builder_.allocated(c_, address); }
@@ -322,6 +331,46 @@ void GraphBuilder::add_edge_data(const Plan& plan, std::uint32_t c,
     }
     return;
   }
+}
+
+// The dispatcher, a one-thread kernel after the command's parents, reads the grid or count and
+// sizes the kernel's node, which follows it, on the device.
+cudaGraphNode_t GraphBuilder::add_indirect(const Plan& plan, std::uint32_t c,
+                                           cuda::NodeSpec& work, const IndirectDispatch& dispatch,
+                                           cudaGraph_t graph,
+                                           std::span<const cudaGraphNode_t> deps,
+                                           std::uint32_t timed, std::optional<int> priority) {
+  const std::string name = command_label(plan, c, *root_);
+  const cudaGraphNode_t kernel = cuda::add_node(graph, {}, work, name);
+  if (priority) {
+    cuda::set_kernel_priority(kernel, *priority, name);
+    out_->node_priority = true;
+  }
+  cudaGraphDeviceNode_t handle = cuda::make_device_updatable(kernel, name);
+  if (!reports_) throw std::logic_error("cmdgraph: an indirect command built without reports");
+  out_->reports = reports_;
+  void* report = out_->reports->at(plan, c);
+  const void* source = dispatch.source;
+  dim3 limit = dispatch.limit;
+  cuda::CountDispatch count = dispatch.count;
+  // Kernel node parameters are copied when a node is made: pointers to locals are fine.
+  void* grid_params[] = {&handle, const_cast<void**>(&source), &limit, &report};
+  void* count_params[] = {&handle, const_cast<void**>(&source), &count, &report};
+  cuda::NodeSpec dispatcher = cuda::NodeSpec::of(cudaGraphNodeTypeKernel);
+  dispatcher.params.kernel.func = const_cast<void*>(dispatch.counts ? cuda::count_dispatcher()
+                                                                    : cuda::grid_dispatcher());
+  dispatcher.params.kernel.gridDim = dim3(1);
+  dispatcher.params.kernel.blockDim = dim3(1);
+  dispatcher.params.kernel.kernelParams = dispatch.counts ? count_params : grid_params;
+  const cudaGraphNode_t first = cuda::add_node(graph, deps, dispatcher, name);
+  cuda::add_edge(graph, first, kernel, name);
+  if (cupti_) {
+    note(first, timed, cuda::cupti::work::kernels);
+    note(kernel, timed, cuda::cupti::work::kernels);
+  }
+  out_->origins.push_back({first, &plan, c});
+  ++out_->node_count;
+  return kernel;
 }
 
 // A one-thread kernel sets the condition before the conditional node, whose body graphs are

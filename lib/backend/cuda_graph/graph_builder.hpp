@@ -11,6 +11,7 @@
 #include "backend/cuda_commands/host_callbacks.hpp"
 #include "backend/cuda_launch/cupti_timing.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
+#include "backend/dispatch_reports.hpp"
 #include "backend/executable_values.hpp"
 #include "backend/transient_binding.hpp"
 #include "cuda/handles.hpp"
@@ -72,6 +73,9 @@ struct BuiltGraph {
   // What stream capture made of each collective, kept as long as the instantiation may run
   // it: NCCL ties the resources of a captured operation to the captured graph.
   std::map<std::pair<const Plan*, std::uint32_t>, cuda::Graph> collectives;
+  // What the dispatchers of its indirect commands report to (null without any), kept as long
+  // as the instantiation may run them.
+  std::shared_ptr<DispatchReports> reports;
   /// Adds `comm` to `communicators` unless it is there.
   void keep(const std::shared_ptr<CommunicatorState>& comm);
 
@@ -98,6 +102,9 @@ struct BuildOptions {
   /// The plan's programmatic edges become programmatic graph edges (unless event nodes sit
   /// between the kernels): CompileOptions::programmatic_edges.
   bool programmatic = true;
+  /// Where indirect commands report their clamps (pinned_reports of the root plan); needed
+  /// when the plan has any.
+  std::shared_ptr<DispatchReports> reports;
 };
 
 /// Builds graphs of one plan for one device.
@@ -107,7 +114,7 @@ class GraphBuilder {
       : device_(options.device), errors_(options.errors),
         profile_(options.timing == ProfileMode::events),
         cupti_(options.timing == ProfileMode::cupti), captures_(options.captures),
-        programmatic_(options.programmatic) {}
+        programmatic_(options.programmatic), reports_(options.reports) {}
   /// The graph of `plan` with the values of `args` (the executable's own store). Its
   /// transients are memory allocation nodes: as each is made, `transients` binds the transient
   /// where CUDA put it, rewriting the words of `args` that point there, unless `bound` (the
@@ -148,6 +155,10 @@ class GraphBuilder {
                                   const ArgumentStore& args, cudaGraph_t graph,
                                   std::span<const cudaGraphNode_t> deps, std::uint32_t timed,
                                   std::optional<int> priority);
+  cudaGraphNode_t add_indirect(const Plan& plan, std::uint32_t c, cuda::NodeSpec& work,
+                               const IndirectDispatch& dispatch, cudaGraph_t graph,
+                               std::span<const cudaGraphNode_t> deps, std::uint32_t timed,
+                               std::optional<int> priority);
   cuda::Graph capture(const Plan& plan, std::uint32_t c);
   // CUPTI profiling: the run of command c of `plan` that nodes added now are noted for (a new
   // one, or the conditional body's owner they fold into), and noting them.
@@ -174,6 +185,7 @@ class GraphBuilder {
   bool cupti_;    // CUPTI records
   Captures* captures_;
   bool programmatic_;
+  std::shared_ptr<DispatchReports> reports_;
   std::uint32_t owner_ = no_timed;      // the executed buffer being built (CUPTI)
   std::uint32_t fold_into_ = no_timed;  // the conditional whose body is being built (CUPTI)
   BuiltGraph* out_ = nullptr;  // the graph being built

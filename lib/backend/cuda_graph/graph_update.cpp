@@ -41,6 +41,9 @@ class ExecSite final : public GraphSite {
   cudaGraphNode_t conditional(cudaGraphConditionalNodeType, const Condition&) override {
     return not_updatable();
   }
+  cudaGraphNode_t indirect(cuda::NodeSpec&, const IndirectDispatch&) override {
+    return not_updatable();
+  }
   void allocated(void*) override { not_updatable(); }
   void* to_free() const override { return not_updatable(); }
 

@@ -3,9 +3,17 @@
 
 #include "backend/cuda_commands/cuda_commands.hpp"
 #include "cuda/handles.hpp"
+#include "cuda/runtime.hpp"
 #include "sync/access.hpp"
 
 namespace cmdgraph::detail {
+
+std::shared_ptr<DispatchReports> pinned_reports(const Plan& plan) {
+  if (!sized_on_device(plan)) return nullptr;
+  return std::make_shared<DispatchReports>(plan, [](std::size_t bytes) {
+    return std::shared_ptr<void>(cuda::allocate_pinned(bytes), cuda::free_pinned);
+  });
+}
 
 CudaExecutable::CudaExecutable(std::shared_ptr<const Plan> plan, Device device,
                                ExecutableStats stats, const CudaLowering& lowering)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backend/cuda_launch/launch_fence.hpp"
+#include "backend/dispatch_reports.hpp"
 #include "backend/executable_impl.hpp"
 #include "backend/executable_values.hpp"
 #include "sync/cuda_queue.hpp"
@@ -16,6 +17,10 @@
 #include <optional>
 
 namespace cmdgraph::detail {
+
+/// Reports for the indirect commands of `plan` (bodies included) in pinned memory, which the
+/// dispatchers write and the host reads; null when it has none.
+std::shared_ptr<DispatchReports> pinned_reports(const Plan& plan);
 
 /// How a CUDA backend lowers a plan: what it takes of CompileOptions.
 struct CudaLowering {

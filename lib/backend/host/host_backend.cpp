@@ -113,8 +113,10 @@ void start_launch(std::shared_ptr<const HostProgram> program,
 
 // The program of `plan`, its commands named as parts of `root`, with one for each body of each
 // conditional command.
-std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan, const Plan& root) {
+std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan, const Plan& root,
+                                              std::shared_ptr<const DispatchReports> reports) {
   auto program = std::make_shared<HostProgram>();
+  program->reports = reports;
   program->flat = flatten(*plan);
   const std::size_t n = program->flat.tasks.size();
   program->names.reserve(n);
@@ -126,7 +128,7 @@ std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan, 
     // Executed buffers are expanded in place; bodies left in a task run as it decides.
     if (!t.is_join()) {
       for (const auto& body : t.plan->bodies_of(t.command)) {
-        program->bodies[i].push_back(program_of(body, root));
+        program->bodies[i].push_back(program_of(body, root, reports));
       }
     }
   }
@@ -138,7 +140,11 @@ std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan
                                                 bool portable) {
   check_runs_on_host(*plan, portable);
   const Plan& root = *plan;
-  return program_of(std::move(plan), root);
+  auto reports = std::make_shared<const DispatchReports>(root, [](std::size_t bytes) {
+    return std::shared_ptr<void>(allocate(MemorySpace::host, -1, bytes),
+                                 [](void* p) { deallocate(MemorySpace::host, -1, p); });
+  });
+  return program_of(std::move(plan), root, std::move(reports));
 }
 
 // The arena of a plan's transients in host memory; null without transients.
@@ -189,8 +195,9 @@ class HostExecutable final : public ExecutableImpl {
   }
 
   std::unique_ptr<ExecutableImpl> clone() const override {
-    auto copy = std::make_unique<HostExecutable>(program_, stats_for_clone(), profile_every(),
-                                                 portable_);
+    // A program of its own: its indirect commands report their own clamps.
+    auto copy = std::make_unique<HostExecutable>(make_program(shared_plan(), portable_),
+                                                 stats_for_clone(), profile_every(), portable_);
     std::lock_guard lock(mutex_);
     // Its own arena, with the values (updates included) pointing there.
     copy->place_transients(*program_->plan, arguments_.shared(), transients_);
@@ -207,6 +214,11 @@ class HostExecutable final : public ExecutableImpl {
   const ArgumentStore& current_values() const override { return arguments_.read(); }
 
   void apply_update(std::uint32_t) override {}  // launches read the arguments when they run
+
+  std::vector<ClampedDispatch> clamped_dispatches() const override {
+    std::lock_guard lock(mutex_);
+    return program_->reports->clamped();
+  }
 
   void check_memory(std::uint32_t c, const MemoryRange& r) const override {
     if (const HostRefusal refusal = host_memory_refusal(r)) refuse(plan(), c, plan(), refusal);

@@ -6,6 +6,7 @@
 
 #include <cmdgraph/transient.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -72,10 +73,7 @@ bool value_reached(const ValueSpec& v) {
 struct Refuse {
   const ArgumentStore& args;
 
-  HostRefusal operator()(const KernelPayload&) const {
-    return {errc::unsupported,
-            "a __global__ kernel needs a CUDA device (record it as parallel_for to run it on both)"};
-  }
+  HostRefusal operator()(const KernelPayload&) const { return global_kernel(); }
   HostRefusal operator()(const ParallelForPayload& p) const {
     if (p.host) return {};
     return {errc::unsupported, "its functor has no host version (__device__ only)"};
@@ -111,6 +109,16 @@ struct Refuse {
   HostRefusal operator()(const WaitValuePayload& p) const {
     return host_memory_refusal(args.get<ValueSpec>(p.spec).target);
   }
+  HostRefusal operator()(const IndirectPayload& p) const {
+    const auto& spec = args.get<IndirectSpec>(p.spec);
+    if (spec.form == IndirectForm::grid) return global_kernel();
+    if (!p.host) return {errc::unsupported, "its functor has no host version (__device__ only)"};
+    return host_memory_refusal(spec.source);
+  }
+  static HostRefusal global_kernel() {
+    return {errc::unsupported,
+            "a __global__ kernel needs a CUDA device (record it as parallel_for to run it on both)"};
+  }
   static HostRefusal condition(const Condition& c) {
     if (c.host) return {};
     return {errc::unsupported,
@@ -125,7 +133,16 @@ struct Run {
 
   HostOutcome operator()(const KernelPayload&) const { return HostOutcome::failed; }  // refused
   HostOutcome operator()(const ParallelForPayload& p) const {
-    return launch.run_parallel_for(task, p, args.get<std::size_t>(p.count()));
+    return launch.run_parallel_for(task, p.host, p.functor, args.get<std::size_t>(p.count()));
+  }
+  // Refused with a grid (a __global__ kernel); a count is read as the command runs.
+  HostOutcome operator()(const IndirectPayload& p) const {
+    const auto& spec = args.get<IndirectSpec>(p.spec);
+    const std::uint64_t asked = load_value({spec.source, 0, false, ValueCompare::equal});
+    const std::uint64_t count = std::min(asked, spec.max_count);
+    launch.note_dispatch(task, asked, count != asked);
+    if (count == 0) return HostOutcome::ok;
+    return launch.run_parallel_for(task, p.host, p.first_param(), count);
   }
   HostOutcome operator()(const CopyPayload& p) const {
     const auto& c = args.get<CopySpec>(p.spec);

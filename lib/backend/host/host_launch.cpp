@@ -137,19 +137,19 @@ HostOutcome HostLaunch::wait_until(std::uint32_t task, std::function<bool()> rea
   return HostOutcome::deferred;
 }
 
-HostOutcome HostLaunch::run_parallel_for(std::uint32_t task, const ParallelForPayload& pf,
-                                         std::size_t count) {
+HostOutcome HostLaunch::run_parallel_for(std::uint32_t task, HostInvoke host,
+                                         ArgumentStore::Slot functor, std::size_t count) {
   const std::size_t chunks = chunk_count(count, pool_size_);
   if (chunks == 1) {
-    run_chunk(task, pf, 0, count);
+    run_chunk(task, host, functor, 0, count);
     return failed_[task].load(std::memory_order_acquire) ? HostOutcome::failed : HostOutcome::ok;
   }
   chunks_[task].store(static_cast<std::uint32_t>(chunks), std::memory_order_relaxed);
   const std::size_t step = (count + chunks - 1) / chunks;
   for (std::size_t k = 0; k < chunks; ++k) {
     const std::size_t begin = k * step, end = std::min(count, begin + step);
-    auto body = [self = shared_from_this(), task, &pf, begin, end] {
-      self->run_chunk(task, pf, begin, end);
+    auto body = [self = shared_from_this(), task, host, functor, begin, end] {
+      self->run_chunk(task, host, functor, begin, end);
       if (self->chunks_[task].fetch_sub(1, std::memory_order_acq_rel) == 1) {
         self->resume_after(task, self->failed_[task].load(std::memory_order_acquire) != 0);
       }
@@ -159,10 +159,15 @@ HostOutcome HostLaunch::run_parallel_for(std::uint32_t task, const ParallelForPa
   return HostOutcome::deferred;
 }
 
-void HostLaunch::run_chunk(std::uint32_t task, const ParallelForPayload& pf, std::size_t begin,
-                           std::size_t end) {
+void HostLaunch::note_dispatch(std::uint32_t task, std::uint64_t asked, bool clamped) const {
+  const FlatTask& t = program_->flat.tasks[task];
+  program_->reports->note(*t.plan, t.command, asked, clamped);
+}
+
+void HostLaunch::run_chunk(std::uint32_t task, HostInvoke host, ArgumentStore::Slot functor,
+                           std::size_t begin, std::size_t end) {
   try {
-    pf.host(arguments_of(program_->flat.tasks[task]).data(pf.functor), begin, end);
+    host(arguments_of(program_->flat.tasks[task]).data(functor), begin, end);
   } catch (...) {
     failed_[task].store(1, std::memory_order_release);
     fail(task, "parallel_for");

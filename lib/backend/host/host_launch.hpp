@@ -4,6 +4,7 @@
 // begun for it, so waits for it end); the first error completes the launch's fence.
 #pragma once
 
+#include "backend/dispatch_reports.hpp"
 #include "backend/host/host_commands.hpp"
 #include "plan/flat_plan.hpp"
 #include "sync/fence_state.hpp"
@@ -31,6 +32,8 @@ struct HostProgram {
   std::vector<std::string> names;  // per task: how errors, traces and NVTX name it
   // Per task: the bodies of a conditional command, run as its condition decides.
   std::vector<std::vector<std::shared_ptr<const HostProgram>>> bodies;
+  // The clamps of the indirect commands, one set shared by the root and its bodies.
+  std::shared_ptr<const DispatchReports> reports;
 };
 
 /// The event generations a launch's record and wait commands use, fixed when it is submitted
@@ -76,8 +79,11 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   void start();
 
   // For the commands' runs (host_commands.cpp).
-  HostOutcome run_parallel_for(std::uint32_t task, const ParallelForPayload& pf,
+  /// Runs `host` over [0, `count`) with the functor in slot `functor` of the task's values.
+  HostOutcome run_parallel_for(std::uint32_t task, HostInvoke host, ArgumentStore::Slot functor,
                                std::size_t count);
+  /// Counts a run of indirect task `task` that asked for `asked`, clamped or not.
+  void note_dispatch(std::uint32_t task, std::uint64_t asked, bool clamped) const;
   /// Runs the body of conditional task `task` that `condition`'s value picks (`branching`),
   /// again while it picks one when `branching` repeats: each pass a launch of its own, the
   /// condition evaluated on the host before it.
@@ -100,8 +106,8 @@ class HostLaunch : public std::enable_shared_from_this<HostLaunch> {
   /// Task `task` is skipped: if it records an event, ends the generation its launch began for
   /// it (waits for that record would otherwise never end).
   void end_skipped_record(std::uint32_t task);
-  void run_chunk(std::uint32_t task, const ParallelForPayload& pf, std::size_t begin,
-                 std::size_t end);
+  void run_chunk(std::uint32_t task, HostInvoke host, ArgumentStore::Slot functor,
+                 std::size_t begin, std::size_t end);
   /// The body of task `task` its condition picks now, if any; throws what the condition
   /// throws.
   std::optional<std::uint32_t> choose(std::uint32_t task, const Condition& condition,

@@ -189,8 +189,9 @@ class StreamsExecutable final : public CudaExecutable {
                                   events_pool_ ? events_pool_ : std::make_shared<EventPool>(device));
     // The vectors move below; their elements stay where the program points.
     StreamProgram program(schedule, tasks, events);
+    std::shared_ptr<DispatchReports> reports = pinned_reports(*plan);
     // Last: graphs taken in place are rolled back when this fails, and nothing after it can.
-    std::string why = attach_graphs(tasks, *plan, in_place);
+    std::string why = attach_graphs(tasks, *plan, reports, in_place);
 
     // Nothing above touched this object, but for graphs updated in place: commit.
     if (callbacks_) {
@@ -214,6 +215,7 @@ class StreamsExecutable final : public CudaExecutable {
     program_ = std::move(program);
     profiling_ = std::move(timers);
     events_pool_ = context->events;
+    reports_ = std::move(reports);  // the old ones stay with the graphs that write them
     programmatic_edges_ = programmatic;
     start_context(std::move(context));
     forks_ = std::any_of(schedule_.fork_wait.begin(), schedule_.fork_wait.end(), [](auto f) { return f; });
@@ -228,8 +230,9 @@ class StreamsExecutable final : public CudaExecutable {
   // graph taken so far is set back (as on any failure). Returns why a graph was instantiated
   // afresh, if one was.
   std::string attach_graphs(std::vector<StreamTask>& tasks, const Plan& root,
+                            const std::shared_ptr<DispatchReports>& reports,
                             const UpdateOptions* in_place) {
-    GraphBuilder builder({.device = ordinal()});
+    GraphBuilder builder({.device = ordinal(), .reports = reports});
     struct Taken {
       ConditionalGraph* graph;
       BuiltGraph fresh;
@@ -252,9 +255,11 @@ class StreamsExecutable final : public CudaExecutable {
       for (std::size_t i = 0; i < tasks.size(); ++i) {
         StreamTask& task = tasks[i];
         const FlatTask& t = *task.task;
-        if (t.is_join() || !traits(t.plan->kind(t.command)).conditional) continue;
+        if (t.is_join() || !runs_own_graph(*t.plan, t.command)) continue;
         BuiltGraph fresh = builder.build_command(root, *t.plan, t.command, *task.args);
-        if (in_place && i < tasks_.size() && tasks_[i].graph) {
+        // CUDA updates no graph with a device-updatable node in place: such a graph (an
+        // indirect command's, or a conditional's holding one) is instantiated afresh.
+        if (in_place && !fresh.reports && i < tasks_.size() && tasks_[i].graph) {
           const std::shared_ptr<ConditionalGraph>& current = tasks_[i].graph;
           if (take_in_place(*current, fresh, task.name, *in_place, why)) {
             task.graph = current;
@@ -339,7 +344,20 @@ class StreamsExecutable final : public CudaExecutable {
     std::vector<std::shared_ptr<ConditionalGraph>> graphs;
   };
 
+  // Whether the streams backend launches command `c` of `plan` as a graph of its own: a
+  // conditional command, or an indirect one, which the device decides or sizes as it runs.
+  static bool runs_own_graph(const Plan& plan, std::uint32_t c) {
+    const KindTraits& kind = traits(plan.kind(c));
+    return kind.conditional || kind.sized_on_device;
+  }
+
+  std::vector<ClampedDispatch> clamped_dispatches() const override {
+    std::lock_guard lock(mutex());
+    return reports_ ? reports_->clamped() : std::vector<ClampedDispatch>{};
+  }
+
   std::size_t programmatic_edges_ = 0;  // lowered as programmatic launches
+  std::shared_ptr<DispatchReports> reports_;  // where its indirect commands report
   StreamProfiling profiling_;
   std::shared_ptr<ArgumentStore> arguments_;  // on the heap: tasks point into it
   FlatPlan flat_;

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -15,13 +16,18 @@ using namespace cmdgraph::testing;
 namespace {
 
 // Records `dag` with vertex v as a host task (every 7th), a parallel_for of `elements[v]`
-// tickets (every 5th: chunked across the pool) or a one-element parallel_for.
-std::vector<std::uint32_t> record_dag(CommandBuffer& cmd, const Dag& dag,
-                                      Observations& obs, std::uint32_t launches) {
+// tickets (every 5th: chunked across the pool), a parallel_for_indirect of 700 tickets, its
+// count read from `counts` as it runs (every 11th; every other one asks for 1,000 and is
+// clamped to 700), or a one-element parallel_for.
+std::vector<std::uint32_t> record_dag(CommandBuffer& cmd, const Dag& dag, Observations& obs,
+                                      std::uint32_t launches, std::vector<std::uint32_t>& counts) {
   auto is_host_task = [](std::size_t v) { return v % 7 == 6; };
+  auto is_indirect = [&](std::size_t v) { return v % 11 == 4 && !is_host_task(v); };
   std::vector<std::uint32_t> elements(dag.size, 1);
+  counts.assign(dag.size, 0);
   for (std::size_t v = 0; v < dag.size; ++v) {
-    if (v % 5 == 3 && !is_host_task(v)) elements[v] = 700;
+    if ((v % 5 == 3 && !is_host_task(v)) || is_indirect(v)) elements[v] = 700;
+    if (is_indirect(v)) counts[v] = v % 2 == 0 ? 700 : 1000;
   }
   std::uint32_t per_launch = 0;
   for (auto e : elements) per_launch += e;
@@ -32,6 +38,8 @@ std::vector<std::uint32_t> record_dag(CommandBuffer& cmd, const Dag& dag,
     const Ticket ticket{board, v};
     if (is_host_task(v)) {
       commands.push_back(cmd.host([ticket] { ticket(0); }));
+    } else if (is_indirect(v)) {
+      commands.push_back(cmd.parallel_for_indirect(host_view(&counts[v], 1), 700, ticket));
     } else {
       commands.push_back(cmd.parallel_for(elements[v], ticket));
     }
@@ -48,13 +56,21 @@ void run_oracle(DagShape shape, std::size_t n, std::uint32_t seed, std::uint32_t
   CAPTURE(seed);
   Observations obs(dag.size * launches);
   CommandBuffer cmd("oracle");
-  const auto elements = record_dag(cmd, dag, obs, launches);
+  std::vector<std::uint32_t> counts;
+  const auto elements = record_dag(cmd, dag, obs, launches, counts);
   Executable exe = compile(cmd, Device::host());
   Queue queue(Device::host());
   for (std::uint32_t k = 0; k < launches; ++k) exe.launch(queue);  // back to back, no waits
   queue.wait();
   const std::string verdict = check_order(dag, obs, launches, elements);
   CHECK_MESSAGE(verdict.empty(), verdict);
+  // Each indirect command asking for 1,000 was clamped in every launch, and only those.
+  const auto clamped = exe.clamped_dispatches();
+  CHECK(clamped.size() == static_cast<std::size_t>(std::count(counts.begin(), counts.end(), 1000u)));
+  for (const ClampedDispatch& d : clamped) {
+    CHECK(d.times == launches);
+    CHECK(d.largest == 1000u);
+  }
 }
 
 }  // namespace
