@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cmdgraph/command.hpp>
+#include <cmdgraph/conditional_calls.hpp>
 #include <cmdgraph/config.hpp>
+#include <cmdgraph/detail/call_site.hpp>
 #include <cmdgraph/detail/conversions.hpp>
 #include <cmdgraph/detail/parallel_for.hpp>
 #include <cmdgraph/detail/specs.hpp>
@@ -12,7 +14,7 @@
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/transient.hpp>
 #if CMDGRAPH_HAVE_NCCL
-#include <cmdgraph/communicator.hpp>
+#include <cmdgraph/collective_calls.hpp>
 #endif
 
 #include <concepts>
@@ -21,6 +23,7 @@
 #include <initializer_list>
 #include <memory>
 #include <ranges>
+#include <source_location>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,10 +39,6 @@ struct Profile;
 
 namespace detail {
 class Recording;
-/// What switch_on takes as a selector: a functor returning an integer other than bool.
-template <class S>
-concept Selector = std::invocable<const S&> && std::integral<std::invoke_result_t<const S&>> &&
-                   !std::same_as<std::invoke_result_t<const S&>, bool>;
 /// The recording behind a buffer, for the library's own stages (compile, update).
 const std::shared_ptr<Recording>& recording_of(const CommandBuffer& buffer);
 
@@ -50,7 +49,11 @@ const std::shared_ptr<Recording>& recording_of(const CommandBuffer& buffer);
 /// Commands are recorded in any order; edges say what must finish before what. Arguments are
 /// copied when recorded. compile() seals the buffer: recording again throws until reset().
 /// One thread at a time may use a CommandBuffer.
-class CommandBuffer {
+class CommandBuffer : public ConditionalCalls<CommandBuffer>  // loop_while, if_then, ...
+#if CMDGRAPH_HAVE_NCCL
+    , public CollectiveCalls<CommandBuffer>  // all_reduce, broadcast, ..., exchange
+#endif
+{
  public:
   /// An empty recording named `name` (the name appears in errors and traces).
   explicit CommandBuffer(std::string name = "commands");
@@ -96,17 +99,27 @@ class CommandBuffer {
   /// floating-point argument for an integer parameter; an arithmetic value its parameter
   /// cannot hold (-1 for unsigned, 1e40 for float, 300 for uint8_t) throws
   /// Error(invalid_argument) naming the command. Doubles for float parameters (2.0) are fine.
+  /// An argument of a type that does not convert fails in one static_assert naming its place
+  /// and both types. `config` is a LaunchConfig (or a braced `{{grid}, {block}}`): record-time
+  /// errors say where the call was made.
   template <class... P, class... A>
-    requires(sizeof...(P) == sizeof...(A) && (detail::converts_to<A, P> && ...))
-  KernelCommand<P...> launch(void (*kernel)(P...), const LaunchConfig& config, A&&... args) {
+    requires(sizeof...(P) == sizeof...(A))
+  KernelCommand<P...> launch(void (*kernel)(P...), const detail::LaunchAt& config,
+                             A&&... args) {
     static_assert((std::is_trivially_copyable_v<P> && ...),
                   "kernel parameters must be trivially copyable");
-    if (auto misfit = detail::first_misfit<P...>(args...)) {
-      reject_value(CommandKind::kernel, *misfit);
+    if constexpr (detail::KernelParameters<P...>::template take<A...>(
+                      std::index_sequence_for<P...>{})) {
+      if (auto misfit = detail::first_misfit<P...>(args...)) {
+        reject_value(CommandKind::kernel, *misfit, config.where);
+      }
+      const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
+      return KernelCommand<P...>(add_kernel(
+          {reinterpret_cast<const void*>(kernel), config.config, converted.arguments()},
+          config.where));
+    } else {
+      return KernelCommand<P...>(detail::CommandRef{});  // not reached: did not compile
     }
-    const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
-    return KernelCommand<P...>(
-        add_kernel({reinterpret_cast<const void*>(kernel), config, converted.arguments()}));
   }
 
   /// Calls f(i) for every i in [0, n), in parallel, on whichever device runs the executable.
@@ -119,13 +132,15 @@ class CommandBuffer {
   /// naming it.
   template <class F>
     requires std::invocable<const F&, std::size_t>
-  ParallelForCommand<F> parallel_for(std::size_t n, const F& f) {
+  ParallelForCommand<F> parallel_for(std::size_t n, const F& f,
+                                     std::source_location where = std::source_location::current()) {
     static_assert(std::is_trivially_copyable_v<F>,
                   "parallel_for functors are copied byte-wise to the device: capture pointers "
                   "and values, not containers");
     return ParallelForCommand<F>(add_parallel_for(
         {n, detail::kernel_param(f), detail::host_invoke_of<F>(), detail::device_kernel_of<F>(),
-         &typeid(F)}));
+         &typeid(F)},
+        where));
   }
 
   /// Launches `kernel` on a grid read from memory as the command runs (Vulkan's
@@ -142,18 +157,24 @@ class CommandBuffer {
   /// dimension (else Error(invalid_argument) naming the command, and nothing is recorded).
   template <class Grid, class... P, class... A>
     requires std::same_as<std::remove_const_t<detail::element_of<Grid>>, DispatchSize> &&
-             (sizeof...(P) == sizeof...(A) && (detail::converts_to<A, P> && ...))
-  Command launch_indirect(void (*kernel)(P...), const Grid& grid, const LaunchConfig& config,
+             (sizeof...(P) == sizeof...(A))
+  Command launch_indirect(void (*kernel)(P...), const Grid& grid, const detail::LaunchAt& config,
                           A&&... args) {
     static_assert((std::is_trivially_copyable_v<P> && ...),
                   "kernel parameters must be trivially copyable");
-    if (auto misfit = detail::first_misfit<P...>(args...)) {
-      reject_value(CommandKind::indirect, *misfit);
+    if constexpr (detail::KernelParameters<P...>::template take<A...>(
+                      std::index_sequence_for<P...>{})) {
+      if (auto misfit = detail::first_misfit<P...>(args...)) {
+        reject_value(CommandKind::indirect, *misfit, config.where);
+      }
+      const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
+      return Command(add_indirect(
+          {detail::indirect_spec(grid, detail::IndirectForm::grid, config.config, 0),
+           reinterpret_cast<const void*>(kernel), nullptr, converted.arguments()},
+          config.where));
+    } else {
+      return Command(detail::CommandRef{});  // not reached: did not compile
     }
-    const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
-    return Command(add_indirect(
-        {detail::indirect_spec(grid, detail::IndirectForm::grid, config, 0),
-         reinterpret_cast<const void*>(kernel), nullptr, converted.arguments()}));
   }
 
   /// Calls f(i) for every i in [0, n), in parallel, where n is read from memory as the command
@@ -169,7 +190,8 @@ class CommandBuffer {
   template <class Count, class F>
     requires std::invocable<const F&, std::size_t> &&
              detail::MemoryOpValue<std::remove_const_t<detail::element_of<Count>>>
-  Command parallel_for_indirect(const Count& count, std::size_t max_count, const F& f) {
+  Command parallel_for_indirect(const Count& count, std::size_t max_count, const F& f,
+                                std::source_location where = std::source_location::current()) {
     static_assert(std::is_trivially_copyable_v<F>,
                   "parallel_for functors are copied byte-wise to the device: capture pointers "
                   "and values, not containers");
@@ -177,23 +199,31 @@ class CommandBuffer {
     return Command(add_indirect(
         {detail::indirect_spec(count, detail::IndirectForm::count, LaunchConfig{}, max_count),
          detail::device_kernel_of<F>(), detail::host_invoke_of<F>(),
-         {&functor, 1, &typeid(F)}}));
+         {&functor, 1, &typeid(F)}},
+        where));
   }
 
   /// Copies `count` elements from `src` to `dst` (any mix of host, pinned and device memory).
   template <class Dst, class Src>
-  CopyCommand<detail::element_of<Dst>> copy(const Dst& dst, const Src& src, std::size_t count) {
+  CopyCommand<detail::element_of<Dst>> copy(
+      const Dst& dst, const Src& src, std::size_t count,
+      std::source_location where = std::source_location::current()) {
     return CopyCommand<detail::element_of<Dst>>(
-        add_values(CommandKind::copy, detail::copy_spec(dst, src, count)));
+        add_values(CommandKind::copy, detail::copy_spec(dst, src, count), where));
   }
 
   /// Sets `count` elements of `dst` to `value`; the element must be 1, 2 or 4 bytes. A value
   /// the element type cannot hold (300 for uint8_t) throws Error(invalid_argument).
   template <class Dst, class V>
-  FillCommand<detail::element_of<Dst>> fill(const Dst& dst, const V& value, std::size_t count) {
+  FillCommand<detail::element_of<Dst>> fill(
+      const Dst& dst, const V& value, std::size_t count,
+      std::source_location where = std::source_location::current()) {
     using T = detail::element_of<Dst>;
-    if (auto misfit = detail::fill_misfit<T>(value)) reject_value(CommandKind::fill, *misfit);
-    return FillCommand<T>(add_values(CommandKind::fill, detail::fill_spec(dst, value, count)));
+    if (auto misfit = detail::fill_misfit<T>(value)) {
+      reject_value(CommandKind::fill, *misfit, where);
+    }
+    return FillCommand<T>(
+        add_values(CommandKind::fill, detail::fill_spec(dst, value, count), where));
   }
 
   /// Writes `value` into the first element of `target` (std::uint32_t or std::uint64_t;
@@ -208,9 +238,10 @@ class CommandBuffer {
   template <class Target>
     requires detail::MemoryOpValue<detail::element_of<Target>>
   ValueCommand<CommandKind::write_value, detail::element_of<Target>> write_value(
-      const Target& target, detail::element_of<Target> value) {
+      const Target& target, detail::element_of<Target> value,
+      std::source_location where = std::source_location::current()) {
     return ValueCommand<CommandKind::write_value, detail::element_of<Target>>(
-        add_values(CommandKind::write_value, detail::value_spec(target, value, false)));
+        add_values(CommandKind::write_value, detail::value_spec(target, value, false), where));
   }
 
   /// Holds the commands after it until the first element of `target` (std::uint32_t or
@@ -226,9 +257,10 @@ class CommandBuffer {
   template <class Target>
     requires detail::MemoryOpValue<detail::element_of<Target>>
   ValueCommand<CommandKind::wait_value, detail::element_of<Target>> wait_value(
-      const Target& target, detail::element_of<Target> value, ValueCompare compare) {
-    return ValueCommand<CommandKind::wait_value, detail::element_of<Target>>(
-        add_values(CommandKind::wait_value, detail::value_spec(target, value, true, compare)));
+      const Target& target, detail::element_of<Target> value, ValueCompare compare,
+      std::source_location where = std::source_location::current()) {
+    return ValueCommand<CommandKind::wait_value, detail::element_of<Target>>(add_values(
+        CommandKind::wait_value, detail::value_spec(target, value, true, compare), where));
   }
 
   /// Transient memory of `count` elements of T, valid from this command to its free() (or to
@@ -243,10 +275,11 @@ class CommandBuffer {
   /// \pre count > 0 (else Error(invalid_argument) naming the command, nothing recorded).
   /// \post The returned handle names the alloc command and views the memory (see Transient).
   template <class T>
-  Transient<T> alloc(std::size_t count) {
+  Transient<T> alloc(std::size_t count,
+                     std::source_location where = std::source_location::current()) {
     static_assert(std::is_trivially_copyable_v<T>,
                   "transient memory holds trivially copyable types");
-    const detail::Allocation a = add_alloc(count, sizeof(T), alignof(T));
+    const detail::Allocation a = add_alloc(count, sizeof(T), alignof(T), where);
     return Transient<T>(a.command, View<T>(static_cast<T*>(a.data), count, MemorySpace::device,
                                            detail::transient_device));
   }
@@ -255,8 +288,9 @@ class CommandBuffer {
   /// \pre `memory` was returned by alloc() of this buffer and is not freed yet (else Error:
   /// foreign_handle, invalid_handle, stale_handle, or invalid_argument naming both commands).
   template <class T>
-  Command free(const Transient<T>& memory) {
-    return Command(add_free(memory.ref()));
+  Command free(const Transient<T>& memory,
+               std::source_location where = std::source_location::current()) {
+    return Command(add_free(memory.ref(), where));
   }
 
   /// Runs `f()` on the host. On CUDA backends it runs on CUDA's callback thread and must not
@@ -268,177 +302,35 @@ class CommandBuffer {
   /// An exception from it is rethrown from the launch's wait, naming this command.
   template <class F>
     requires std::invocable<std::decay_t<F>&>
-  Command host(F&& f) {
-    return Command(add_host(std::make_shared<detail::HostTaskOf<std::decay_t<F>>>(
-        std::forward<F>(f))));
+  Command host(F&& f, std::source_location where = std::source_location::current()) {
+    return Command(add_host(
+        std::make_shared<detail::HostTaskOf<std::decay_t<F>>>(std::forward<F>(f)), where));
   }
 
   /// Marks `event` when this command runs (after its parents).
-  Command record(const Event& event);
+  Command record(const Event& event, std::source_location where = std::source_location::current());
   /// Orders this command's children after the most recent executed record of `event`.
-  Command wait(const Event& event);
+  Command wait(const Event& event, std::source_location where = std::source_location::current());
 
   /// Runs a sealed copy of `secondary` as one command (a child graph on CUDA). Seals
   /// `secondary`; it may be executed by several buffers. Nesting is bounded, here and for the
   /// bodies of conditionals alike: at most 64 levels of executed buffers and bodies, and at
   /// most 10,000,000 commands once every executed buffer is expanded; past either this throws
   /// Error(invalid_argument) naming the command, and nothing is recorded.
-  Command execute(CommandBuffer& secondary);
-
-  /// Runs `body` as one command again and again while `condition()` is true, checked before
-  /// every pass (so possibly never). `condition` is a trivially copyable functor returning
-  /// bool, __host__ __device__ under nvcc like a parallel_for functor; it reads what the body
-  /// wrote. On a CUDA device the loop is a conditional WHILE node: a one-thread kernel
-  /// evaluates the condition after each pass and the passes never return to the host. The CUDA
-  /// graph backend makes it a node of the executable's graph; the streams backend launches it
-  /// as a small graph of its own on the command's stream, in order with the rest. Either way
-  /// the body holds only what CUDA allows in a conditional body (kernels, parallel_for, copies
-  /// between device or pinned memory, fills, executed buffers, conditional commands), and a
-  /// conditional command cannot sit inside an executed buffer there. The host backend
-  /// evaluates the condition on the host. Seals `body`. A condition that never turns false
-  /// runs forever: bound it (a pass counter in the condition) or wait with a timeout.
-  template <class C>
-    requires std::predicate<const C&>
-  Command loop_while(CommandBuffer& body, const C& condition) {
-    return Command(add_loop(body, detail::condition_spec(condition)));
-  }
-
-  /// Runs `body` as one command, once if `condition()` is true when the command runs (after its
-  /// parents), not at all otherwise. `condition` is a condition as for loop_while: trivially
-  /// copyable, returning bool, __host__ __device__ under nvcc. On a CUDA device it is a
-  /// conditional IF node whose handle a one-thread kernel sets on the device, so the decision
-  /// never returns to the host; the body then holds what a loop body may hold (see
-  /// loop_while, which also says how each backend runs it). Seals `body`.
-  template <class C>
-    requires std::predicate<const C&>
-  Command if_then(const C& condition, CommandBuffer& body) {
-    return Command(add_if(body, detail::condition_spec(condition)));
-  }
-
-  /// Runs `then_body` once if `condition()` is true when the command runs, else `else_body`
-  /// once: exactly one of them runs. `condition` is as for if_then. On a CUDA device it is a
-  /// conditional IF node with two bodies (CUDA's IF/ELSE), decided on the device; the bodies
-  /// hold what a loop body may hold (see loop_while). Seals both bodies; they may be one
-  /// buffer.
-  template <class C>
-    requires std::predicate<const C&>
-  Command if_else(const C& condition, CommandBuffer& then_body, CommandBuffer& else_body) {
-    CommandBuffer* const bodies[] = {&then_body, &else_body};
-    return Command(add_if_else(bodies, detail::condition_spec(condition)));
-  }
-
-  /// Runs `bodies[k]` once, where k is what `selector()` returns when the command runs; a value
-  /// outside [0, bodies.size()) (negative, or too large) runs no body, as CUDA's SWITCH node
-  /// does. `selector` is a trivially copyable functor returning an integer (not bool),
-  /// __host__ __device__ under nvcc like a condition. On a CUDA device it is a conditional
-  /// SWITCH node with one body per case, decided on the device by a one-thread kernel; the
-  /// bodies hold what a loop body may hold (see loop_while). `bodies` must not be empty (else
-  /// Error(invalid_argument)); one buffer may serve as several cases. Seals every body.
-  template <class S>
-    requires detail::Selector<S>
-  Command switch_on(const S& selector,
-                    std::initializer_list<std::reference_wrapper<CommandBuffer>> bodies) {
-    std::vector<CommandBuffer*> cases;
-    for (CommandBuffer& body : bodies) cases.push_back(&body);
-    return Command(add_switch(cases, detail::selector_spec(selector)));
-  }
-  /// switch_on() over a range of buffers, or of std::reference_wrapper<CommandBuffer> (case k
-  /// is the range's k-th), for cases known at run time.
-  template <class S, std::ranges::input_range Range>
-    requires detail::Selector<S> &&
-             std::convertible_to<std::ranges::range_reference_t<Range>, CommandBuffer&>
-  Command switch_on(const S& selector, Range&& bodies) {
-    std::vector<CommandBuffer*> cases;
-    for (CommandBuffer& body : bodies) cases.push_back(&body);
-    return Command(add_switch(cases, detail::selector_spec(selector)));
-  }
+  Command execute(CommandBuffer& secondary,
+                  std::source_location where = std::source_location::current());
 
   /// Calls `f(stream)` at compile time on a capturing CUDA stream, so library calls (cuBLAS,
   /// NCCL, ...) become part of the executable. CUDA devices only.
   template <class F>
     requires std::invocable<std::decay_t<F>&, NativeStream>
-  Command capture(F&& f) {
-    return Command(add_capture(std::make_shared<detail::CaptureTaskOf<std::decay_t<F>>>(
-        std::forward<F>(f))));
+  Command capture(F&& f, std::source_location where = std::source_location::current()) {
+    return Command(add_capture(
+        std::make_shared<detail::CaptureTaskOf<std::decay_t<F>>>(std::forward<F>(f)), where));
   }
 
   /// Everything recorded before the barrier runs before everything recorded after it.
   Command barrier();
-
-#if CMDGRAPH_HAVE_NCCL
-  // Collectives (NCCL). Each rank records its own buffer with the same collectives in the same
-  // order, for its own device, as NCCL programs are written; the collectives of one
-  // communicator in one buffer run in recording order (each gets an edge from the previous
-  // one), so the ranks' orders agree. Buffers are device memory of the communicator's device;
-  // the element type, from the buffers, is one NCCL carries (8-, 32- and 64-bit integers,
-  // __half, __nv_bfloat16, float, double), else the call does not compile. Each reads its
-  // source and writes its destination (declared access, checked or inferred like a copy's).
-  // On the CUDA graph backend a collective is a child graph captured from the NCCL call; on
-  // the streams backend the NCCL call is made at every launch; the host backend refuses it.
-  // A rank's executable waits for its peers on the GPU: launch every rank's executable (one
-  // host thread per rank when one process drives several GPUs, as NCCL asks).
-  // Misuse throws Error(invalid_argument) naming the command: an empty communicator
-  // (invalid_handle), null or empty memory, host memory, memory of another device, a count
-  // larger than a buffer, a root or peer outside the communicator.
-
-  /// `recv[i]` = `op` over every rank's `send[i]`, for i < `count`, on every rank
-  /// (ncclAllReduce). `send` and `recv` may be the same memory (in place).
-  template <class Send, class Recv>
-  CollectiveCommand<detail::element_of<Recv>> all_reduce(const Communicator& comm,
-                                                         const Send& send, const Recv& recv,
-                                                         std::size_t count,
-                                                         ReduceOp op = ReduceOp::sum) {
-    return collective<Recv>(comm, detail::collective_spec(detail::CollectiveOp::all_reduce, send,
-                                                          recv, count, op, -1));
-  }
-  /// Rank `root`'s first `count` elements of `send` into `recv` on every rank
-  /// (ncclBroadcast); only the root reads `send`.
-  template <class Send, class Recv>
-  CollectiveCommand<detail::element_of<Recv>> broadcast(const Communicator& comm,
-                                                        const Send& send, const Recv& recv,
-                                                        std::size_t count, int root) {
-    return collective<Recv>(comm, detail::collective_spec(detail::CollectiveOp::broadcast, send,
-                                                          recv, count, ReduceOp::sum, root));
-  }
-  /// As all_reduce, but only rank `root`'s `recv` receives the result (ncclReduce); the other
-  /// ranks' `recv` is left as it was.
-  template <class Send, class Recv>
-  CollectiveCommand<detail::element_of<Recv>> reduce(const Communicator& comm, const Send& send,
-                                                     const Recv& recv, std::size_t count,
-                                                     ReduceOp op, int root) {
-    return collective<Recv>(comm, detail::collective_spec(detail::CollectiveOp::reduce, send,
-                                                          recv, count, op, root));
-  }
-  /// Every rank's first `count` elements of `send`, rank r's at `recv[r * count]`, on every
-  /// rank (ncclAllGather): `recv` holds `count` * size() elements.
-  template <class Send, class Recv>
-  CollectiveCommand<detail::element_of<Recv>> all_gather(const Communicator& comm,
-                                                         const Send& send, const Recv& recv,
-                                                         std::size_t count) {
-    return collective<Recv>(comm, detail::collective_spec(detail::CollectiveOp::all_gather, send,
-                                                          recv, count, ReduceOp::sum, -1));
-  }
-  /// `op` over every rank's `send`, of `count` * size() elements, with rank r receiving block
-  /// r (elements [r * count, (r + 1) * count)) in its first `count` elements of `recv`
-  /// (ncclReduceScatter).
-  template <class Send, class Recv>
-  CollectiveCommand<detail::element_of<Recv>> reduce_scatter(const Communicator& comm,
-                                                             const Send& send, const Recv& recv,
-                                                             std::size_t count,
-                                                             ReduceOp op = ReduceOp::sum) {
-    return collective<Recv>(comm, detail::collective_spec(detail::CollectiveOp::reduce_scatter,
-                                                          send, recv, count, op, -1));
-  }
-  /// Every send_to() and recv_from() in `transfers` as one NCCL group (ncclGroupStart, each
-  /// ncclSend and ncclRecv, ncclGroupEnd), so they progress together: each peer must record the
-  /// matching transfers (same count and element type). At least one transfer.
-  Command exchange(const Communicator& comm, std::span<const PeerTransfer> transfers);
-  /// exchange() of a braced list, as in `cmd.exchange(comm, {send_to(1, a, n), recv_from(1, b,
-  /// n)})`.
-  Command exchange(const Communicator& comm, std::initializer_list<PeerTransfer> transfers) {
-    return exchange(comm, std::span<const PeerTransfer>(transfers.begin(), transfers.size()));
-  }
-#endif
 
   /// Edge parent -> child for each parent (same as child.after(parents...)).
   template <AnyCommand Child, AnyCommand... Parents>
@@ -450,37 +342,47 @@ class CommandBuffer {
  private:
   friend const std::shared_ptr<detail::Recording>& detail::recording_of(const CommandBuffer&);
 
-  detail::CommandRef add_kernel(const detail::KernelSpec& spec);
-  detail::CommandRef add_parallel_for(const detail::ParallelForSpec& spec);
-  detail::CommandRef add_indirect(const detail::IndirectRecord& record);
+  // `where`: the user's call, which errors name until the command has a name.
+  detail::CommandRef add_kernel(const detail::KernelSpec& spec, std::source_location where);
+  detail::CommandRef add_parallel_for(const detail::ParallelForSpec& spec,
+                                      std::source_location where);
+  detail::CommandRef add_indirect(const detail::IndirectRecord& record,
+                                  std::source_location where);
   /// Records a command of `kind` from `values`, which its kind's recording hook checks and
   /// stores (lib/command): a kind of plain values needs no recording function of its own.
   template <class V>
-  detail::CommandRef add_values(CommandKind kind, const V& values) {
-    return add_command(kind, detail::CommandValues::of(values));
+  detail::CommandRef add_values(CommandKind kind, const V& values, std::source_location where) {
+    return add_command(kind, detail::CommandValues::of(values), where);
   }
-  detail::CommandRef add_command(CommandKind kind, const detail::CommandValues& values);
-  detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task);
-  detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task);
-  detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec);
-  detail::CommandRef add_if(CommandBuffer& body, const detail::ConditionSpec& spec);
+  detail::CommandRef add_command(CommandKind kind, const detail::CommandValues& values,
+                                 std::source_location where);
+  detail::CommandRef add_host(std::shared_ptr<detail::HostTask> task,
+                              std::source_location where);
+  detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task,
+                                 std::source_location where);
+  friend class ConditionalCalls<CommandBuffer>;
+  detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec,
+                              std::source_location where);
+  detail::CommandRef add_if(CommandBuffer& body, const detail::ConditionSpec& spec,
+                            std::source_location where);
 #if CMDGRAPH_HAVE_NCCL
-  template <class Recv>
-  CollectiveCommand<detail::element_of<Recv>> collective(const Communicator& comm,
-                                                         const detail::CollectiveSpec& spec) {
-    return CollectiveCommand<detail::element_of<Recv>>(add_collective(comm, spec));
-  }
-  detail::CommandRef add_collective(const Communicator& comm, const detail::CollectiveSpec& spec);
+  friend class CollectiveCalls<CommandBuffer>;
+  detail::CommandRef add_collective(const Communicator& comm, const detail::CollectiveSpec& spec,
+                                    std::source_location where);
+  detail::CommandRef add_exchange(const Communicator& comm,
+                                  std::span<const PeerTransfer> transfers,
+                                  std::source_location where);
 #endif
   detail::Allocation add_alloc(std::size_t count, std::size_t element_size,
-                               std::size_t alignment);
-  detail::CommandRef add_free(detail::CommandRef alloc);
+                               std::size_t alignment, std::source_location where);
+  detail::CommandRef add_free(detail::CommandRef alloc, std::source_location where);
   detail::CommandRef add_if_else(std::span<CommandBuffer* const> bodies,
-                                 const detail::ConditionSpec& spec);
+                                 const detail::ConditionSpec& spec, std::source_location where);
   detail::CommandRef add_switch(std::span<CommandBuffer* const> bodies,
-                                const detail::ConditionSpec& spec);
+                                const detail::ConditionSpec& spec, std::source_location where);
   /// Throws Error(invalid_argument) naming the command of `kind` about to be recorded.
-  [[noreturn]] void reject_value(CommandKind kind, const detail::Misfit& misfit) const;
+  [[noreturn]] void reject_value(CommandKind kind, const detail::Misfit& misfit,
+                                 std::source_location where) const;
 
   std::shared_ptr<detail::Recording> rec_;
 };

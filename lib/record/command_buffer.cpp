@@ -9,6 +9,8 @@
 #include <cmdgraph/config.hpp>
 #include <cmdgraph/error.hpp>
 
+#include <source_location>
+
 #if CMDGRAPH_HAVE_NCCL
 #include "collective/communicator_state.hpp"
 #endif
@@ -20,8 +22,8 @@ using detail::Recording;
 
 [[noreturn]] void reject(const Recording& rec, CommandKind kind, const std::string& why,
                          errc code = errc::invalid_argument) {
-  const std::string name = rec.next_name(kind);
-  throw Error(code, "command buffer '" + rec.name() + "': " + name + ": " + why, {name});
+  throw Error(code, "command buffer '" + rec.name() + "': " + rec.next_label(kind) + ": " + why,
+              {rec.next_name(kind)});
 }
 
 void require(const Recording& rec, CommandKind kind, const std::string& problem) {
@@ -73,9 +75,10 @@ const std::shared_ptr<detail::Recording>& detail::recording_of(const CommandBuff
   return buffer.rec_;
 }
 
-detail::CommandRef CommandBuffer::add_kernel(const detail::KernelSpec& spec) {
+detail::CommandRef CommandBuffer::add_kernel(const detail::KernelSpec& spec,
+                                             std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   if (spec.function == nullptr) reject(rec, CommandKind::kernel, "null kernel function");
   require(rec, CommandKind::kernel, detail::problem_with(spec.config));
@@ -88,9 +91,10 @@ detail::CommandRef CommandBuffer::add_kernel(const detail::KernelSpec& spec) {
                                        arguments.signature});
 }
 
-detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec& spec) {
+detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec& spec,
+                                                   std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   if (spec.count == 0) reject(rec, CommandKind::parallel_for, "zero-size range");
   detail::ArgumentStore& args = rec.arguments();
@@ -99,9 +103,10 @@ detail::CommandRef CommandBuffer::add_parallel_for(const detail::ParallelForSpec
   return rec.add(detail::ParallelForPayload{functor, spec.host, spec.device_kernel, spec.type});
 }
 
-detail::CommandRef CommandBuffer::add_indirect(const detail::IndirectRecord& record) {
+detail::CommandRef CommandBuffer::add_indirect(const detail::IndirectRecord& record,
+                                               std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   if (record.function == nullptr && record.host == nullptr) {
     reject(rec, CommandKind::indirect, "null kernel function");
@@ -138,45 +143,48 @@ class RecordingSite final : public detail::RecordSite {
 }  // namespace
 
 detail::CommandRef CommandBuffer::add_command(CommandKind kind,
-                                              const detail::CommandValues& values) {
+                                              const detail::CommandValues& values,
+                                              std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   RecordingSite site(rec, kind);
   return rec.add(detail::record_command(kind, site, values));
 }
 
-detail::CommandRef CommandBuffer::add_host(std::shared_ptr<detail::HostTask> task) {
+detail::CommandRef CommandBuffer::add_host(std::shared_ptr<detail::HostTask> task,
+                                           std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   return rec.add(detail::HostPayload{std::move(task)});
 }
 
-detail::CommandRef CommandBuffer::add_capture(std::shared_ptr<detail::CaptureTask> task) {
+detail::CommandRef CommandBuffer::add_capture(std::shared_ptr<detail::CaptureTask> task,
+                                              std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   return rec.add(detail::CapturePayload{std::move(task)});
 }
 
-Command CommandBuffer::record(const Event& event) {
+Command CommandBuffer::record(const Event& event, std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   if (!detail::Access::state(event)) reject(rec, CommandKind::event_record, "moved-from event", errc::invalid_handle);
   return Command(rec.add(detail::EventRecordPayload{detail::Access::state(event)}));
 }
 
-Command CommandBuffer::wait(const Event& event) {
+Command CommandBuffer::wait(const Event& event, std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   if (!detail::Access::state(event)) reject(rec, CommandKind::event_wait, "moved-from event", errc::invalid_handle);
   return Command(rec.add(detail::EventWaitPayload{detail::Access::state(event)}));
 }
 
-Command CommandBuffer::execute(CommandBuffer& secondary) {
+Command CommandBuffer::execute(CommandBuffer& secondary, std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   if (!secondary.rec_) {
     reject(rec, CommandKind::nested, "moved-from secondary command buffer", errc::invalid_handle);
@@ -197,9 +205,10 @@ namespace {
 template <class P>
 detail::CommandRef add_conditional(const std::shared_ptr<Recording>& self,
                                    const std::vector<std::shared_ptr<Recording>>& bodies,
-                                   const detail::ConditionSpec& spec) {
+                                   const detail::ConditionSpec& spec,
+                                   std::source_location where) {
   Recording& rec = open(self);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   constexpr CommandKind kind = P::traits.kind;
   if (bodies.empty()) reject(rec, kind, "no bodies to choose from");
@@ -223,32 +232,36 @@ detail::CommandRef add_conditional(const std::shared_ptr<Recording>& self,
 
 }  // namespace
 
-detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::ConditionSpec& spec) {
-  return add_conditional<detail::LoopPayload>(rec_, {body.rec_}, spec);
+detail::CommandRef CommandBuffer::add_loop(CommandBuffer& body, const detail::ConditionSpec& spec,
+                                           std::source_location where) {
+  return add_conditional<detail::LoopPayload>(rec_, {body.rec_}, spec, where);
 }
 
-detail::CommandRef CommandBuffer::add_if(CommandBuffer& body, const detail::ConditionSpec& spec) {
-  return add_conditional<detail::IfPayload>(rec_, {body.rec_}, spec);
+detail::CommandRef CommandBuffer::add_if(CommandBuffer& body, const detail::ConditionSpec& spec,
+                                         std::source_location where) {
+  return add_conditional<detail::IfPayload>(rec_, {body.rec_}, spec, where);
 }
 
 detail::CommandRef CommandBuffer::add_if_else(std::span<CommandBuffer* const> bodies,
-                                              const detail::ConditionSpec& spec) {
+                                              const detail::ConditionSpec& spec,
+                                              std::source_location where) {
   std::vector<std::shared_ptr<Recording>> recordings;
   for (CommandBuffer* body : bodies) recordings.push_back(body->rec_);
-  return add_conditional<detail::IfElsePayload>(rec_, recordings, spec);
+  return add_conditional<detail::IfElsePayload>(rec_, recordings, spec, where);
 }
 
 detail::CommandRef CommandBuffer::add_switch(std::span<CommandBuffer* const> bodies,
-                                             const detail::ConditionSpec& spec) {
+                                             const detail::ConditionSpec& spec,
+                                             std::source_location where) {
   std::vector<std::shared_ptr<Recording>> recordings;
   for (CommandBuffer* body : bodies) recordings.push_back(body->rec_);
-  return add_conditional<detail::SwitchPayload>(rec_, recordings, spec);
+  return add_conditional<detail::SwitchPayload>(rec_, recordings, spec, where);
 }
 
 detail::Allocation CommandBuffer::add_alloc(std::size_t count, std::size_t element_size,
-                                           std::size_t alignment) {
+                                           std::size_t alignment, std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   if (count == 0) reject(rec, CommandKind::alloc, "zero-size allocation");
   if (count > SIZE_MAX / element_size) {
@@ -265,15 +278,17 @@ detail::Allocation CommandBuffer::add_alloc(std::size_t count, std::size_t eleme
   return {rec.add(detail::AllocPayload{std::move(memory)}), data};
 }
 
-detail::CommandRef CommandBuffer::add_free(detail::CommandRef alloc) {
+detail::CommandRef CommandBuffer::add_free(detail::CommandRef alloc,
+                                           std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   if (alloc.recording != rec.id()) {
     detail::resolve(alloc);  // invalid or stale handles throw here
     const std::string name = rec.next_name(CommandKind::free);
     throw Error(errc::foreign_handle,
-                "command buffer '" + rec.name() + "': " + name + ": transient memory '" +
+                "command buffer '" + rec.name() + "': " + rec.next_label(CommandKind::free) +
+                    ": transient memory '" +
                     detail::describe_handle(alloc) + "' belongs to another command buffer; "
                     "free it where it was allocated",
                 {name, detail::describe_handle(alloc)});
@@ -282,8 +297,11 @@ detail::CommandRef CommandBuffer::add_free(detail::CommandRef alloc) {
   return rec.add_free(alloc.index);
 }
 
-void CommandBuffer::reject_value(CommandKind kind, const detail::Misfit& misfit) const {
-  cmdgraph::reject(open(rec_), kind, misfit.message());
+void CommandBuffer::reject_value(CommandKind kind, const detail::Misfit& misfit,
+                                 std::source_location where) const {
+  const Recording& rec = open(rec_);
+  const Recording::UseGuard guard(rec, where);
+  cmdgraph::reject(rec, kind, misfit.message());
 }
 
 #if CMDGRAPH_HAVE_NCCL
@@ -321,9 +339,10 @@ detail::CommandRef add_in_order(Recording& rec, std::shared_ptr<detail::Communic
 }  // namespace
 
 detail::CommandRef CommandBuffer::add_collective(const Communicator& comm,
-                                                 const detail::CollectiveSpec& spec) {
+                                                 const detail::CollectiveSpec& spec,
+                                                 std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   const auto& state = rank_of(rec, comm);
   detail::CollectiveSpec checked = spec;
@@ -332,9 +351,11 @@ detail::CommandRef CommandBuffer::add_collective(const Communicator& comm,
   return add_in_order(rec, state, rec.arguments().add_value(checked));
 }
 
-Command CommandBuffer::exchange(const Communicator& comm, std::span<const PeerTransfer> transfers) {
+detail::CommandRef CommandBuffer::add_exchange(const Communicator& comm,
+                                               std::span<const PeerTransfer> transfers,
+                                               std::source_location where) {
   Recording& rec = open(rec_);
-  const Recording::UseGuard guard(rec);
+  const Recording::UseGuard guard(rec, where);
   rec.require_open("record");
   const auto& state = rank_of(rec, comm);
   if (transfers.empty()) reject(rec, CommandKind::collective, "an exchange of no transfers");
@@ -355,7 +376,7 @@ Command CommandBuffer::exchange(const Communicator& comm, std::span<const PeerTr
       detail::CollectiveOp::exchange, detail::ElementType::uint8, ReduceOp::sum, -1,
       checked.size(), {}, {}});
   for (const detail::TransferSpec& t : checked) args.add_value(t);
-  return Command(add_in_order(rec, state, spec));
+  return add_in_order(rec, state, spec);
 }
 #endif
 

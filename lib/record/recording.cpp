@@ -32,6 +32,17 @@ std::string Recording::next_name(CommandKind kind) const {
   return std::string(traits(kind).name) + "#" + std::to_string(commands_.size());
 }
 
+std::string Recording::next_label(CommandKind kind) const {
+  std::string label = next_name(kind);
+  if (site_.line() == 0) return label;
+  // The file as the user knows it: its name, not the compiler's path to it.
+  const std::string_view file = site_.file_name();
+  const std::size_t slash = file.find_last_of("/\\");
+  label += " (recorded at ";
+  label += slash == std::string_view::npos ? file : file.substr(slash + 1);
+  return label + ":" + std::to_string(site_.line()) + ")";
+}
+
 void Recording::require_nestable(CommandKind kind,
                                  std::span<const Recording* const> bodies) const {
   for (const Recording* body : bodies) {
@@ -44,8 +55,8 @@ void Recording::require_nestable(CommandKind kind,
                                     });
     const std::string name = next_name(kind);
     throw Error(errc::unsupported,
-                "command buffer " + in_quotes(name_) + ": " + name + ": '" + body->name() +
-                    "' allocates transient memory (" + in_quotes(alloc->name) +
+                "command buffer " + in_quotes(name_) + ": " + next_label(kind) + ": '" +
+                    body->name() + "' allocates transient memory (" + in_quotes(alloc->name) +
                     "); alloc() and free() belong to the command buffer that is compiled, not "
                     "to an executed buffer or a body (allocate there and use it inside)",
                 {name, alloc->name});
@@ -62,7 +73,7 @@ void Recording::require_nestable(CommandKind kind,
   }
   if (depth <= max_nesting_depth && expanded <= max_expanded_size) return;
   const std::string name = next_name(kind);
-  const std::string where = "command buffer " + in_quotes(name_) + ": " + name + ": ";
+  const std::string where = "command buffer " + in_quotes(name_) + ": " + next_label(kind) + ": ";
   if (depth > max_nesting_depth) {
     throw Error(errc::invalid_argument,
                 where + "running '" + deepest->name() + "' here nests " + std::to_string(depth) +
@@ -95,7 +106,7 @@ void Recording::refuse_foreign_transients(CommandKind kind) {
     arguments().truncate(first);  // the refused command leaves nothing behind
     const std::string name = next_name(kind);
     throw Error(errc::foreign_handle,
-                "command buffer " + in_quotes(name_) + ": " + name +
+                "command buffer " + in_quotes(name_) + ": " + next_label(kind) +
                     ": a value reaches transient memory of another command buffer; transient "
                     "memory is used in the buffer that allocates it",
                 {name});
@@ -254,15 +265,19 @@ void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
                         .label = d.label.empty() ? nullptr : labels_->keep(d.label)}});
 }
 
-Recording::UseGuard::UseGuard(const Recording& rec) : rec_(rec) {
+Recording::UseGuard::UseGuard(const Recording& rec, std::source_location where) : rec_(rec) {
   if (rec_.users_.fetch_add(1) != 0 || rec_.readers_.load() != 0) {
     rec_.users_.fetch_sub(1);
     throw Error(errc::concurrent_use, "command buffer " + in_quotes(rec_.name_) +
                                           " is being used by two threads at once");
   }
+  rec_.site_ = where;
 }
 
-Recording::UseGuard::~UseGuard() { rec_.users_.fetch_sub(1); }
+Recording::UseGuard::~UseGuard() {
+  rec_.site_ = {};
+  rec_.users_.fetch_sub(1);
+}
 
 Recording::ReadGuard::ReadGuard(const Recording& rec) : rec_(rec) {
   rec_.readers_.fetch_add(1);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -94,6 +95,9 @@ class Recording {
   const std::string& command_name(std::uint32_t index) const { return commands_[index].name; }
   /// The name the next command will get by default, for a command refused before it exists.
   std::string next_name(CommandKind kind) const;
+  /// How errors name the next command: its default name and, within a record call that gave
+  /// its place (UseGuard), where it was recorded: "copy#3 (recorded at frame.cpp:42)".
+  std::string next_label(CommandKind kind) const;
 
   /// Levels of executed buffers and conditional bodies below this one (0: none).
   std::uint32_t depth() const noexcept { return depth_; }
@@ -126,7 +130,9 @@ class Recording {
   /// Error(concurrent_use) when another thread is inside such a call or reads it as a body.
   class UseGuard {
    public:
-    explicit UseGuard(const Recording& rec);
+    /// `where`: the user's call being recorded, which errors about its command name until
+    /// the command exists (none when default).
+    explicit UseGuard(const Recording& rec, std::source_location where = {});
     ~UseGuard();
     UseGuard(const UseGuard&) = delete;
     UseGuard& operator=(const UseGuard&) = delete;
@@ -172,6 +178,7 @@ class Recording {
   // the other's (sequentially consistent), so two that overlap cannot both miss each other.
   mutable std::atomic<int> users_{0};
   mutable std::atomic<int> readers_{0};
+  mutable std::source_location site_{};  // the record call in progress (UseGuard), if given
 };
 
 /// Deepest nesting of executed buffers and conditional bodies a recording may have: every stage

@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 using namespace cmdgraph;
 using cmdgraph::testing::mentions;
@@ -293,4 +295,50 @@ TEST_CASE("validation.error_code_category" * doctest::timeout(10)) {
   const Error e(errc::timeout, "late", {"a"});
   CHECK(e.error_code() == errc::timeout);
   CHECK(e.cuda_status() == 0);
+}
+
+namespace {
+// "recorded at test_validation.cpp:LINE": how a refused command is placed.
+std::string recorded_at(int line) {
+  return "(recorded at test_validation.cpp:" + std::to_string(line) + ")";
+}
+void takes_unsigned(unsigned) {}
+}  // namespace
+
+// Issue 36, item 3: a command refused while recording has no name yet; its error says where
+// the call was made, for every kind of record call (values, kernels, bodies, transients).
+TEST_CASE("validation.refused_commands_say_where_they_were_recorded" * doctest::timeout(10)) {
+  HostBuffer<int> a(8), b(8);
+  CommandBuffer cmd("frame");
+  cmd.host([] {});
+  // An overlapping copy, a count larger than the buffer, a value that does not fit.
+  auto e = CMDGRAPH_EXPECT_ERROR(cmd.copy(a.subview(1, 4), a.subview(0, 4), 4),
+                                 errc::invalid_argument);
+  const int copy_line = __LINE__ - 2;
+  REQUIRE(e);
+  CHECK(mentions(*e, "command buffer 'frame': copy#1 " + recorded_at(copy_line) +
+                         ": source and destination overlap"));
+  CHECK(e->commands() == std::vector<std::string>{"copy#1"});
+  e = CMDGRAPH_EXPECT_ERROR(cmd.fill(b, 0, 9), errc::invalid_argument);
+  CHECK(mentions(*e, "fill#1 " + recorded_at(__LINE__ - 1)));
+  e = CMDGRAPH_EXPECT_ERROR(cmd.launch(&takes_unsigned, {{1}, {1}}, -1),
+                            errc::invalid_argument);
+  CHECK(mentions(*e, "kernel#1 " + recorded_at(__LINE__ - 2) + ": argument 1 (-1)"));
+  e = CMDGRAPH_EXPECT_ERROR(cmd.launch(&takes_unsigned, LaunchConfig{{0}, {1}}, 1u),
+                            errc::invalid_argument);
+  CHECK(mentions(*e, "kernel#1 " + recorded_at(__LINE__ - 2)));
+  e = CMDGRAPH_EXPECT_ERROR(cmd.alloc<int>(0), errc::invalid_argument);
+  CHECK(mentions(*e, "alloc#1 " + recorded_at(__LINE__ - 1)));
+  e = CMDGRAPH_EXPECT_ERROR(cmd.execute(cmd), errc::invalid_argument);
+  CHECK(mentions(*e, "execute#1 " + recorded_at(__LINE__ - 1)));
+  e = CMDGRAPH_EXPECT_ERROR(
+      cmd.parallel_for_indirect(View<std::uint32_t>{}, 4, [](std::size_t) {}),
+      errc::invalid_argument);
+  CHECK(mentions(*e, "indirect#1 " + recorded_at(__LINE__ - 3)));
+  CHECK(cmd.size() == 1);  // nothing refused was recorded
+  // Once recorded, a command is named by its own name, where it was recorded no longer needed.
+  auto copy = cmd.copy(b, a, 8).named("upload");
+  e = CMDGRAPH_EXPECT_ERROR(copy.after(copy), errc::self_edge);
+  CHECK(mentions(*e, "upload"));
+  CHECK_FALSE(mentions(*e, "recorded at"));
 }

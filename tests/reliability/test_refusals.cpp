@@ -64,11 +64,9 @@ TEST_CASE("reliability.queue_pool_refuses_impossible_requests") {
   CHECK(pool.acquire(Priority::high).device() == Device::host());
 }
 
+// Narrowing arguments for launch() (3.9 -> 3) fail in a static_assert naming the argument:
+// the test compile_errors compiles such programs.
 TEST_CASE("reliability.narrowing_kernel_arguments_do_not_compile") {
-  CHECK_FALSE(launch_compiles<int, double>);  // 3.9 -> 3
-  CHECK_FALSE(launch_compiles<int, float>);
-  CHECK_FALSE(launch_compiles<unsigned, double>);
-  CHECK_FALSE(launch_compiles<bool, double>);
   CHECK_FALSE(update_compiles<int, double>);
   CHECK(launch_compiles<float, double>);  // 2.0 for a float parameter, as the README shows
   CHECK(launch_compiles<double, int>);

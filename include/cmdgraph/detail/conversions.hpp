@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace cmdgraph::detail {
 
@@ -19,6 +20,28 @@ template <class A, class P>
 concept converts_to =
     std::is_convertible_v<A, P> &&
     !(std::is_floating_point_v<std::remove_cvref_t<A>> && std::is_integral_v<P>);
+
+/// Whether kernel argument `I` (counted from 0) of type A may be passed for parameter type
+/// P; a compile error otherwise, one static_assert whose instantiation names the argument's
+/// place and both types.
+template <std::size_t I, class P, class A>
+constexpr bool argument_converts() {
+  static_assert(converts_to<A, P>,
+                "cmdgraph: a kernel argument does not convert to its parameter's type (the "
+                "instantiation of argument_converts above gives I, the argument's place from "
+                "0, P, the parameter's type, and A, the argument's)");
+  return converts_to<A, P>;
+}
+
+/// Whether arguments A... may be passed for a kernel's parameters P... (as many of each):
+/// argument_converts of each.
+template <class... P>
+struct KernelParameters {
+  template <class... A, std::size_t... I>
+  static constexpr bool take(std::index_sequence<I...>) {
+    return (argument_converts<I, P, A>() && ...);
+  }
+};
 
 /// True when `value` converted to To keeps its value's magnitude: integers within To's range,
 /// finite floating-point values within To's finite range (infinities and NaN stay what they
