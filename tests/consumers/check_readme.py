@@ -22,6 +22,7 @@ REQUIRED = {
     "tests/consumers/meson/meson.build",
     "tests/consumers/meson/subprojects/cmdgraph.wrap",
     "tests/consumers/meson/test.sh#meson",
+    "tests/consumers/install/test.sh#install",
 }
 SNIPPET = re.compile(r"<!-- from (\S+?) -->\s*\n```[a-z]*\n(.*?)```", re.S)
 OPTION = re.compile(r"option\('(\w+)',\s*type:\s*'(\w+)',\s*value:\s*('[^']*'|\w+)", re.S)
