@@ -27,7 +27,8 @@ DispatchReports::DispatchReports(const Plan& root, const Allocate& allocate) {
 
 void DispatchReports::index(const Plan& plan, const Plan& root) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (traits(plan.kind(c)).sized_on_device && slot_.emplace(std::pair(&plan, c), names_.size()).second) {
+    const bool indirect = traits(plan.kind(c)).sized_on_device;
+    if (indirect && slot_.emplace(std::pair(&plan, c), names_.size()).second) {
       names_.push_back(command_label(plan, c, root));
     }
     for (const auto& body : plan.bodies_of(c)) index(*body, root);

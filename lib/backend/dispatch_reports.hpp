@@ -19,10 +19,13 @@ namespace cmdgraph::detail {
 
 /// One command's report, as the dispatcher kernels write it (lib/cuda/dispatch.cu takes its
 /// address as two unsigned long long): runs clamped, most asked.
+/// \note The layout is the dispatchers' contract: two 64-bit words, in this order.
 struct DispatchReport {
   std::uint64_t clamped = 0;
   std::uint64_t largest = 0;
 };
+static_assert(sizeof(DispatchReport) == 2 * sizeof(unsigned long long) &&
+              sizeof(std::uint64_t) == sizeof(unsigned long long));
 
 /// Whether `plan` holds an indirect command, in its bodies too.
 bool sized_on_device(const Plan& plan);

@@ -6,9 +6,9 @@
 namespace cmdgraph::detail::cuda {
 namespace {
 
-__device__ void note(DispatchReport* report, unsigned long long asked, bool clamped) {
-  if (clamped) ++report->clamped;
-  if (asked > report->largest) report->largest = asked;
+__device__ void note(unsigned long long* report, unsigned long long asked, bool clamped) {
+  if (clamped) ++report[0];
+  if (asked > report[1]) report[1] = asked;
   __threadfence_system();  // the host reads the report from pinned memory after its wait
 }
 
@@ -21,7 +21,7 @@ __device__ void size_node(cudaGraphDeviceNode_t node, dim3 grid) {
 }
 
 __global__ void dispatch_grid(cudaGraphDeviceNode_t node, const unsigned* source, dim3 limit,
-                              DispatchReport* report) {
+                              unsigned long long* report) {
   const dim3 asked(source[0], source[1], source[2]);
   const dim3 grid(min(asked.x, limit.x), min(asked.y, limit.y), min(asked.z, limit.z));
   note(report,
@@ -31,7 +31,7 @@ __global__ void dispatch_grid(cudaGraphDeviceNode_t node, const unsigned* source
 }
 
 __global__ void dispatch_count(cudaGraphDeviceNode_t node, const void* source, CountDispatch how,
-                               DispatchReport* report) {
+                               unsigned long long* report) {
   const unsigned long long asked = how.source_width == 8
                                        ? *static_cast<const unsigned long long*>(source)
                                        : *static_cast<const unsigned*>(source);

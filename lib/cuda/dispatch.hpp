@@ -11,14 +11,6 @@
 
 namespace cmdgraph::detail::cuda {
 
-/// What a dispatcher tells the host of the command it sizes, in memory both reach: the runs
-/// whose source asked for more than the command's limit, and the most any run asked for
-/// (blocks for a grid, x * y * z; items for a count).
-struct DispatchReport {
-  unsigned long long clamped;
-  unsigned long long largest;
-};
-
 /// How a count dispatcher sizes a parallel_for: at most `max_count` items, `block` threads per
 /// block, at most `max_blocks` blocks (a grid-stride loop covers the rest); the count the
 /// kernel loops to is its parameter at byte `count_offset`, a std::size_t.
@@ -31,13 +23,18 @@ struct CountDispatch {
   unsigned zero = 0;
 };
 
+// Each dispatcher reports to two words in memory both the device and the host reach
+// (backend/dispatch_reports.hpp lays them out): report[0] counts the runs whose source asked
+// for more than the command's limit, report[1] is the most any run asked for (blocks for a
+// grid, x * y * z; items for a count).
+
 /// The host stub of `__global__ void (cudaGraphDeviceNode_t node, const unsigned* grid, dim3
-/// limit, DispatchReport* report)`: sets `node`'s grid to grid[0..2] clamped to `limit`, or
-/// disables the node when one of them is 0.
+/// limit, unsigned long long* report)`: sets `node`'s grid to grid[0..2] clamped to `limit`,
+/// or disables the node when one of them is 0.
 const void* grid_dispatcher() noexcept;
 /// The host stub of `__global__ void (cudaGraphDeviceNode_t node, const void* count,
-/// CountDispatch how, DispatchReport* report)`: sets `node`'s grid and count parameter from
-/// *count clamped to how.max_count, or disables the node for a count of 0.
+/// CountDispatch how, unsigned long long* report)`: sets `node`'s grid and count parameter
+/// from *count clamped to how.max_count, or disables the node for a count of 0.
 const void* count_dispatcher() noexcept;
 
 }  // namespace cmdgraph::detail::cuda
