@@ -168,11 +168,10 @@ struct Outcome {
   int round_trips = 0;  // times the host read a size back before launching again
 };
 
-// The whole search in one launch: the frontier sizes each level's expansion on the device.
-Outcome one_launch(Device device, Queue& queue, Memory& m, std::uint32_t source) {
-  CommandBuffer level("level");
-  auto expand = level.parallel_for_indirect(m.size, m.depth.size(), ExpandFrontier{m.search()})
-                    .named("expand frontier");
+// The whole search as one launch of a loop_while over `level`, whose first command (`expand`)
+// expands the current level and whose second advances to the next; timed after a warm-up.
+Outcome search_in_one_launch(Device device, Queue& queue, Memory& m, std::uint32_t source,
+                             CommandBuffer& level, Command expand) {
   level.parallel_for(1, Advance{m.search()}).after(expand).named("advance");
   CommandBuffer cmd("bfs");
   auto start = record_start(cmd, m, source);
@@ -186,6 +185,14 @@ Outcome one_launch(Device device, Queue& queue, Memory& m, std::uint32_t source)
   // No frontier holds more than every vertex, the limit given.
   if (!exe.clamped_dispatches().empty()) std::printf("  a frontier was clamped\n");
   return out;
+}
+
+// The frontier sizes each level's expansion on the device: no size returns to the host.
+Outcome one_launch(Device device, Queue& queue, Memory& m, std::uint32_t source) {
+  CommandBuffer level("level");
+  auto expand = level.parallel_for_indirect(m.size, m.depth.size(), ExpandFrontier{m.search()})
+                    .named("expand frontier");
+  return search_in_one_launch(device, queue, m, source, level, expand);
 }
 
 // One launch per level: the host reads the frontier's size back and sizes the next launch.
@@ -218,20 +225,11 @@ Outcome host_driven(Device device, Queue& queue, Memory& m, std::uint32_t source
   return out;
 }
 
-// One launch checking every vertex at every level.
+// Every vertex checked at every level: the grid is the largest any level could need.
 Outcome fixed_grid(Device device, Queue& queue, Memory& m, std::uint32_t source) {
   CommandBuffer level("level");
   auto expand = level.parallel_for(m.depth.size(), ExpandAll{m.search()}).named("expand all");
-  level.parallel_for(1, Advance{m.search()}).after(expand).named("advance");
-  CommandBuffer cmd("bfs fixed");
-  auto start = record_start(cmd, m, source);
-  auto search = cmd.loop_while(level, FrontierLeft{m.size.data()}).after(start).named("levels");
-  cmd.copy(m.depth_on_host, m.depth, m.depth.size()).after(search).named("download");
-  Executable exe = compile(cmd, device);
-  exe.launch(queue).wait();
-  const sample::Stopwatch clock;
-  exe.launch(queue).wait();
-  return {clock.ms(), 0};
+  return search_in_one_launch(device, queue, m, source, level, expand);
 }
 
 bool same_depths(const char* what, const HostBuffer<int>& got, const std::vector<int>& want,
