@@ -6,7 +6,9 @@ What a configured cmdgraph build built and would build, against what it installs
   installed target (its file, or an object in its private folder FILE.p/) or be build.ninja;
 - with --default-targets, every target built by default (a plain `ninja`, and so a plain
   `meson install`) must be installed;
-- with --installed-files, every file `meson install` installs must be where it says.
+- with --installed-files, every file `meson install` installs must be where it says, and every
+  cmdgraph header an installed header includes must be installed too (but those included only
+  in builds with NCCL, in builds without it).
 """
 import argparse
 import collections
@@ -29,6 +31,28 @@ def logged_outputs(build, first_line):
             if number >= first_line and not line.startswith("#") and len(fields) == 5:
                 outputs.append(fields[3])
     return outputs
+
+
+def missing_includes(destinations):
+    """The cmdgraph headers that installed headers include but the install lacks."""
+    installed = {d for d in destinations}
+    headers = [d for d in installed if "/include/cmdgraph/" in d and d.endswith((".hpp", ".cuh"))]
+    missing = set()
+    for header in headers:
+        root = header[:header.index("/include/cmdgraph/") + len("/include/")]
+        nccl_only = False
+        with open(header, encoding="utf-8") as text:
+            for line in text:
+                stripped = line.strip()
+                if stripped.startswith("#if") and "CMDGRAPH_HAVE_NCCL" in stripped:
+                    nccl_only = True
+                elif stripped.startswith("#endif"):
+                    nccl_only = False
+                elif stripped.startswith("#include <cmdgraph/") and not nccl_only:
+                    name = stripped[len("#include <"):stripped.index(">")]
+                    if os.path.join(root, name) not in installed:
+                        missing.add(f"{name} (included by {os.path.relpath(header, root)})")
+    return sorted(missing)
 
 
 def main():
@@ -70,6 +94,9 @@ def main():
         print(f"{len(files) - len(missing)} of {len(files)} installed files in place")
         if missing:
             failures.append(f"not installed: {', '.join(missing[:10])}")
+        unmet = missing_includes(files.values())
+        if unmet:
+            failures.append(f"installed headers include headers not installed: {', '.join(unmet)}")
 
     for failure in failures:
         print(failure, file=sys.stderr)
