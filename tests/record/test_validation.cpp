@@ -324,6 +324,11 @@ TEST_CASE("validation.refused_commands_say_where_they_were_recorded" * doctest::
   e = CMDGRAPH_EXPECT_ERROR(cmd.launch(&takes_unsigned, {{1}, {1}}, -1),
                             errc::invalid_argument);
   CHECK(mentions(*e, "kernel#1 " + recorded_at(__LINE__ - 2) + ": argument 1 (-1)"));
+  // Every spelling of a launch's config converts: a LaunchConfig, braced dimensions, {}.
+  CHECK(cmd.launch(&takes_unsigned, {}, 1u).name() == "kernel#1");
+  CHECK(cmd.launch(&takes_unsigned, {{2}, {32}, 64}, 1u).name() == "kernel#2");
+  cmd.reset();
+  cmd.host([] {});
   e = CMDGRAPH_EXPECT_ERROR(cmd.launch(&takes_unsigned, LaunchConfig{{0}, {1}}, 1u),
                             errc::invalid_argument);
   CHECK(mentions(*e, "kernel#1 " + recorded_at(__LINE__ - 2)));

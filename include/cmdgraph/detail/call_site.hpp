@@ -10,12 +10,13 @@
 
 namespace cmdgraph::detail {
 
-/// Converts implicitly from a LaunchConfig, or from a braced grid, block and dynamic shared
-/// memory (`{{blocks}, {threads}}`); the conversion is made at the call, so `where` is the
-/// user's call.
+/// Converts implicitly from a LaunchConfig, from a braced grid, block and dynamic shared memory
+/// (`{{blocks}, {threads}}`) or from `{}` (one block of one thread, as LaunchConfig{}); the
+/// conversion is made at the call, so `where` is the user's call.
 struct LaunchAt {
   LaunchConfig config;
   std::source_location where;
+  LaunchAt(std::source_location w = std::source_location::current()) noexcept : where(w) {}
   LaunchAt(const LaunchConfig& c,
            std::source_location w = std::source_location::current()) noexcept
       : config(c), where(w) {}
