@@ -106,20 +106,13 @@ class CommandBuffer : public ConditionalCalls<CommandBuffer>  // loop_while, if_
     requires(sizeof...(P) == sizeof...(A))
   KernelCommand<P...> launch(void (*kernel)(P...), const detail::LaunchAt& config,
                              A&&... args) {
-    static_assert((std::is_trivially_copyable_v<P> && ...),
-                  "kernel parameters must be trivially copyable");
-    if constexpr (detail::KernelParameters<P...>::template take<A...>(
-                      std::index_sequence_for<P...>{})) {
-      if (auto misfit = detail::first_misfit<P...>(args...)) {
-        reject_value(CommandKind::kernel, *misfit, config.where);
-      }
-      const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
-      return KernelCommand<P...>(add_kernel(
-          {reinterpret_cast<const void*>(kernel), config.config, converted.arguments()},
-          config.where));
-    } else {
-      return KernelCommand<P...>(detail::CommandRef{});  // not reached: did not compile
-    }
+    return KernelCommand<P...>(add_launch<P...>(
+        CommandKind::kernel, config,
+        [&](const detail::KernelArguments& arguments) {
+          return add_kernel({reinterpret_cast<const void*>(kernel), config.config, arguments},
+                            config.where);
+        },
+        std::forward<A>(args)...));
   }
 
   /// Calls f(i) for every i in [0, n), in parallel, on whichever device runs the executable.
@@ -160,21 +153,15 @@ class CommandBuffer : public ConditionalCalls<CommandBuffer>  // loop_while, if_
              (sizeof...(P) == sizeof...(A))
   Command launch_indirect(void (*kernel)(P...), const Grid& grid, const detail::LaunchAt& config,
                           A&&... args) {
-    static_assert((std::is_trivially_copyable_v<P> && ...),
-                  "kernel parameters must be trivially copyable");
-    if constexpr (detail::KernelParameters<P...>::template take<A...>(
-                      std::index_sequence_for<P...>{})) {
-      if (auto misfit = detail::first_misfit<P...>(args...)) {
-        reject_value(CommandKind::indirect, *misfit, config.where);
-      }
-      const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
-      return Command(add_indirect(
-          {detail::indirect_spec(grid, detail::IndirectForm::grid, config.config, 0),
-           reinterpret_cast<const void*>(kernel), nullptr, converted.arguments()},
-          config.where));
-    } else {
-      return Command(detail::CommandRef{});  // not reached: did not compile
-    }
+    return Command(add_launch<P...>(
+        CommandKind::indirect, config,
+        [&](const detail::KernelArguments& arguments) {
+          return add_indirect(
+              {detail::indirect_spec(grid, detail::IndirectForm::grid, config.config, 0),
+               reinterpret_cast<const void*>(kernel), nullptr, arguments},
+              config.where);
+        },
+        std::forward<A>(args)...));
   }
 
   /// Calls f(i) for every i in [0, n), in parallel, where n is read from memory as the command
@@ -342,6 +329,25 @@ class CommandBuffer : public ConditionalCalls<CommandBuffer>  // loop_while, if_
  private:
   friend const std::shared_ptr<detail::Recording>& detail::recording_of(const CommandBuffer&);
 
+  // A kernel's arguments checked and converted as launch() says (a type that does not convert
+  // fails to compile in one static_assert; a value that does not fit is refused, naming the
+  // command of `kind`), then recorded by `add`, given the converted arguments.
+  template <class... P, class Add, class... A>
+  detail::CommandRef add_launch(CommandKind kind, const detail::LaunchAt& config, Add&& add,
+                                A&&... args) {
+    static_assert((std::is_trivially_copyable_v<P> && ...),
+                  "kernel parameters must be trivially copyable");
+    if constexpr (detail::KernelParameters<P...>::template take<A...>(
+                      std::index_sequence_for<P...>{})) {
+      if (auto misfit = detail::first_misfit<P...>(args...)) {
+        reject_value(kind, *misfit, config.where);
+      }
+      const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
+      return add(converted.arguments());
+    } else {
+      return {};  // not reached: did not compile
+    }
+  }
   // `where`: the user's call, which errors name until the command has a name.
   detail::CommandRef add_kernel(const detail::KernelSpec& spec, std::source_location where);
   detail::CommandRef add_parallel_for(const detail::ParallelForSpec& spec,

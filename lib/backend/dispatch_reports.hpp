@@ -44,6 +44,8 @@ class DispatchReports {
   void note(const Plan& plan, std::uint32_t c, std::uint64_t asked, bool clamped) const;
   /// The commands clamped so far.
   std::vector<ClampedDispatch> clamped() const;
+  /// True when the plan has no indirect command (and nothing was allocated).
+  bool empty() const noexcept { return names_.empty(); }
 
  private:
   void index(const Plan& plan, const Plan& root);

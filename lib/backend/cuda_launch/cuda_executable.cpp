@@ -9,10 +9,10 @@
 namespace cmdgraph::detail {
 
 std::shared_ptr<DispatchReports> pinned_reports(const Plan& plan) {
-  if (!sized_on_device(plan)) return nullptr;
-  return std::make_shared<DispatchReports>(plan, [](std::size_t bytes) {
+  auto reports = std::make_shared<DispatchReports>(plan, [](std::size_t bytes) {
     return std::shared_ptr<void>(cuda::allocate_pinned(bytes), cuda::free_pinned);
   });
+  return reports->empty() ? nullptr : reports;  // one walk of the plan either way
 }
 
 CudaExecutable::CudaExecutable(std::shared_ptr<const Plan> plan, Device device,
