@@ -2,6 +2,8 @@
 #include "cuda/cupti_check.hpp"
 #include "cuda/cupti_session.hpp"
 #include "cuda/fault_injection.hpp"
+#include "cuda/loaded_library.hpp"
+#include "library_paths.hpp"
 
 #include <cmdgraph/error.hpp>
 
@@ -21,11 +23,20 @@ bool CuptiFaultInjection::available() { return true; }
 
 namespace cupti {
 
+const Functions& loaded() {
+  static constexpr std::string_view candidates[] = {CMDGRAPH_CUPTI_CANDIDATES};
+  return loaded_once<Functions>("CUPTI (libcupti)", candidates, "CMDGRAPH_CUPTI_LIBRARY",
+                                [](const LoadedLibrary& library, Functions& f) {
+                                  CMDGRAPH_CUPTI_FUNCTIONS(CMDGRAPH_RESOLVE_FUNCTION)
+                                });
+}
+
 std::string describe(CUptiResult result) {
   const char* name = nullptr;
   const char* message = nullptr;
-  if (cuptiGetResultString(result, &name) != CUPTI_SUCCESS || !name) name = "CUPTI_ERROR";
-  if (cuptiGetErrorMessage(result, &message) != CUPTI_SUCCESS || !message) {
+  const Functions& cupti = loaded();
+  if (cupti.cuptiGetResultString(result, &name) != CUPTI_SUCCESS || !name) name = "CUPTI_ERROR";
+  if (cupti.cuptiGetErrorMessage(result, &message) != CUPTI_SUCCESS || !message) {
     return std::string(name) + " (" + std::to_string(static_cast<int>(result)) + ")";
   }
   return std::string(name) + " (" + message + ")";

@@ -78,7 +78,7 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
 // for the threads that arm it.
 void parse_buffer(std::uint8_t* buffer, std::size_t valid) {
   CUpti_Activity* activity = nullptr;
-  while (cuptiActivityGetNextRecord(buffer, valid, &activity) == CUPTI_SUCCESS) {
+  while (loaded().cuptiActivityGetNextRecord(buffer, valid, &activity) == CUPTI_SUCCESS) {
     const CUpti_ActivityKind record_kind = activity->kind;  // CUPTI's, not a command's
     switch (record_kind) {
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -90,7 +90,8 @@ void parse_buffer(std::uint8_t* buffer, std::size_t valid) {
     }
   }
   std::size_t dropped = 0;
-  if (the_session && cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
+  if (the_session &&
+      loaded().cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
       dropped) {
     SessionAccess::dropped(*the_session, dropped);
   }
@@ -101,9 +102,9 @@ void on_clone(const CUpti_GraphData& g) {
   CloneLog& log = *clone_log;
   std::uint64_t original = 0, clone = 0;
   const CUptiResult a =
-      CuptiDoor::try_call([&] { return cuptiGetGraphNodeId(g.originalNode, &original); });
+      CuptiDoor::try_call([&] { return loaded().cuptiGetGraphNodeId(g.originalNode, &original); });
   const CUptiResult b = a != CUPTI_SUCCESS ? a : CuptiDoor::try_call([&] {
-    return cuptiGetGraphNodeId(g.node, &clone);
+    return loaded().cuptiGetGraphNodeId(g.node, &clone);
   });
   if (b != CUPTI_SUCCESS) {
     if (log.error.empty()) log.error = "cuptiGetGraphNodeId failed: " + describe(b);
@@ -159,6 +160,12 @@ Session* Session::acquire(std::string& why) {
   std::lock_guard lock(start_mutex);
   if (the_session) return the_session;
   why.clear();
+  try {
+    (void)loaded();  // libcupti, loaded the first time a session starts
+  } catch (const Error& e) {
+    why = e.what();
+    return nullptr;
+  }
   if (!subscribe(&on_callback, &buffer_requested, &buffer_completed, why)) return nullptr;
   the_session = new Session();
   std::thread(&Session::parse_handed_over, the_session).detach();  // lives as long as it

@@ -26,7 +26,8 @@ std::string switch_kinds(unsigned what, bool on) {
   for (const auto& [bit, kind] : collected) {
     if (!(what & bit)) continue;
     const CUptiResult r = CuptiDoor::try_call([&] {
-      return on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
+      const Functions& cupti = loaded();
+      return on ? cupti.cuptiActivityEnable(kind) : cupti.cuptiActivityDisable(kind);
     });
     if (r != CUPTI_SUCCESS && error.empty()) {
       error = std::string(on ? "cuptiActivityEnable" : "cuptiActivityDisable") + " failed: " +
@@ -47,7 +48,7 @@ bool subscribe(CUpti_CallbackFunc on_callback, CUpti_BuffersCallbackRequestFunc 
   params.oldSubscriberSize = sizeof holder - 1;
   const CUptiResult subscribed =
       CuptiDoor::try_call([&] {
-        return cuptiSubscribe_v2(&subscriber, on_callback, nullptr, &params);
+        return loaded().cuptiSubscribe_v2(&subscriber, on_callback, nullptr, &params);
       });
   if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     why = std::string("another CUPTI client holds CUPTI's one subscriber") +
@@ -64,22 +65,22 @@ bool subscribe(CUpti_CallbackFunc on_callback, CUpti_BuffersCallbackRequestFunc 
     why = std::string(call) + " failed: " + describe(r);
   };
   step("cuptiActivityRegisterCallbacks", CuptiDoor::try_call([&] {
-         return cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+         return loaded().cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
        }));
   step("cuptiEnableCallback", CuptiDoor::try_call([&] {
-         return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+         return loaded().cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                     CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
        }));
   for (CUpti_CallbackId id :
        {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz}) {
     step("cuptiEnableCallback", CuptiDoor::try_call([&] {
-           return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+           return loaded().cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
          }));
   }
   for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
                               CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000}) {
     step("cuptiEnableCallback", CuptiDoor::try_call([&] {
-           return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+           return loaded().cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
          }));
   }
   // Every kind once on and off: a kind CUPTI refuses (another tool, an old device) shows now,
@@ -91,7 +92,7 @@ bool subscribe(CUpti_CallbackFunc on_callback, CUpti_BuffersCallbackRequestFunc 
   if (why.find("MULTIPLE_SUBSCRIBERS") != std::string::npos) {
     why = "another CUPTI client holds CUPTI (" + why + "), as Nsight Systems does";
   }
-  (void)CuptiDoor::try_call([&] { return cuptiUnsubscribe(subscriber); });
+  (void)CuptiDoor::try_call([&] { return loaded().cuptiUnsubscribe(subscriber); });
   return false;
 }
 

@@ -31,7 +31,8 @@ output_matches() {
 }
 
 # stage_install BUILD STAGE: `meson install` of BUILD into the empty DESTDIR STAGE; sets
-# prefix, libdir (absolute, under STAGE) and PKG_CONFIG_PATH for the installed copy.
+# prefix, libdir (absolute, under STAGE), PKG_CONFIG_PATH and LD_LIBRARY_PATH for the
+# installed copy.
 stage_install() {
   local build=$1 stage=$2
   rm -rf "$stage"
@@ -47,4 +48,9 @@ print(prefix, os.path.join(prefix, opts["libdir"]))' "$options")
   libdir=$stage$libdir
   [[ -f $libdir/pkgconfig/cmdgraph.pc ]] || { echo "no cmdgraph.pc under $libdir"; exit 1; }
   export PKG_CONFIG_PATH=$libdir/pkgconfig
+  # A program linked with the shared library finds it as README says, unless its build gave
+  # it a RUNPATH (CMake and Meson do).
+  if [[ -e $libdir/libcmdgraph.so ]]; then
+    export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  fi
 }

@@ -4,6 +4,7 @@
 // says why.
 #include "cuda/cupti_support.cuh"
 #include "cuda/fault_injection.hpp"
+#include "support/child_process.hpp"
 #include "support/expect_error.hpp"
 
 #include <cupti.h>
@@ -15,11 +16,14 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 using namespace cmdgraph;
 using namespace cmdgraph::testing;
 using cmdgraph::detail::cuda::CuptiFaultInjection;
+
+namespace {
+constexpr const char* child_marker = "CMDGRAPH_TEST_CUPTI_CHILD";
+}  // namespace
 
 // profile_every = 3 in CUPTI mode: launches 0, 3, 6, 9 are traced and the profile read after
 // any launch is the latest of those. Launch i spins (i + 1) x 10 us, so a profile of another
@@ -229,27 +233,34 @@ void CUPTIAPI ignore_callbacks(void*, CUpti_CallbackDomain, CUpti_CallbackId, co
 // Run in a process of its own by the next test: another CUPTI client subscribes first, as
 // Nsight Systems would; CUPTI mode is then refused naming the reason, and profile = true
 // times with events (CUPTI never started).
-TEST_CASE("cuda.cupti.child_another_subscriber" * doctest::timeout(60)) {
-  if (!std::getenv("CMDGRAPH_TEST_CUPTI_CHILD")) return;  // only in its own process
-  CUpti_SubscriberHandle other = nullptr;
-  REQUIRE(cuptiSubscribe(&other, &ignore_callbacks, nullptr) == CUPTI_SUCCESS);
+namespace {
+// CUPTI mode is refused with an error mentioning each of `reasons`; cmdgraph's session never
+// started, so profile = true does not try CUPTI and times with events.
+void cupti_refused_then_events(std::initializer_list<const char*> reasons) {
   const Device gpu = Device::cuda(0);
   Buffer<int> d(gpu, 1);
-  CommandBuffer cmd("second");
+  CommandBuffer cmd("refused");
   cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, 5, d.data()).named("a");
   auto e = CMDGRAPH_EXPECT_ERROR(
       compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = ProfileMode::cupti}),
       errc::unsupported);
   REQUIRE(e);
   MESSAGE("refused: " << e->what());
-  CHECK(mentions(*e, "another CUPTI client"));
-  // cmdgraph's session never started, so profile = true does not try CUPTI.
+  for (const char* reason : reasons) CHECK(mentions(*e, reason));
   Executable exe = compile(cmd, gpu, {.backend = Backend::cuda_graph, .profile = true});
   CHECK(exe.stats().profile_mode == ProfileMode::events);
   CHECK(exe.stats().profile_reason.find("CUPTI is not started") != std::string::npos);
   Queue q(gpu);
   exe.launch(q).wait();
   CHECK(exe.last_profile().timing == "events");
+}
+}  // namespace
+
+TEST_CASE("cuda.cupti.child_another_subscriber" * doctest::timeout(60)) {
+  if (!in_child(child_marker)) return;  // only in its own process
+  CUpti_SubscriberHandle other = nullptr;
+  REQUIRE(cuptiSubscribe(&other, &ignore_callbacks, nullptr) == CUPTI_SUCCESS);
+  cupti_refused_then_events({"another CUPTI client"});
   CHECK(cuptiUnsubscribe(other) == CUPTI_SUCCESS);
 }
 
@@ -257,7 +268,7 @@ TEST_CASE("cuda.cupti.child_another_subscriber" * doctest::timeout(60)) {
 // CUPTI is not started (starting it costs every graph launch of the process), and CUPTI once
 // an executable asked for it by name.
 TEST_CASE("cuda.cupti.child_profile_true_waits_for_cupti" * doctest::timeout(60)) {
-  if (!std::getenv("CMDGRAPH_TEST_CUPTI_CHILD")) return;  // only in its own process
+  if (!in_child(child_marker)) return;  // only in its own process
   const Device gpu = Device::cuda(0);
   Buffer<int> d(gpu, 1);
   CommandBuffer cmd("waits");
@@ -280,18 +291,27 @@ TEST_CASE("cuda.cupti.child_profile_true_waits_for_cupti" * doctest::timeout(60)
 }
 
 TEST_CASE("cuda.cupti.profile_true_waits_for_cupti" * doctest::timeout(120)) {
-  if (std::getenv("CMDGRAPH_TEST_CUPTI_CHILD")) return;
-  const std::string command = "CMDGRAPH_TEST_CUPTI_CHILD=1 /proc/" + std::to_string(getpid()) +
-                              "/exe --test-case=cuda.cupti.child_profile_true_waits_for_cupti "
-                              "--success=0";
-  const int status = std::system(command.c_str());
-  CHECK_MESSAGE(status == 0, "the child process (" << command << ") ended with " << status);
+  if (in_child(child_marker)) return;
+  run_child(child_marker, "cuda.cupti.child_profile_true_waits_for_cupti");
+}
+
+// Run in a process of its own by the next test, with CMDGRAPH_CUPTI_LIBRARY naming no file:
+// libcmdgraph loads libcupti when a CUPTI session first starts, so CUPTI mode is refused
+// saying which library could not be loaded and from where, and profile = true times with
+// events. (This process links libcupti itself; the variable still decides what cmdgraph loads.)
+TEST_CASE("cuda.cupti.child_library_missing" * doctest::timeout(60)) {
+  if (!in_child(child_marker)) return;  // only in its own process
+  cupti_refused_then_events({"CUPTI (libcupti) could not be loaded", "/nonexistent/libcupti.so",
+                             "CMDGRAPH_CUPTI_LIBRARY"});
+}
+
+TEST_CASE("cuda.cupti.missing_library_means_events" * doctest::timeout(120)) {
+  if (in_child(child_marker)) return;
+  run_child(child_marker, "cuda.cupti.child_library_missing",
+            "CMDGRAPH_CUPTI_LIBRARY=/nonexistent/libcupti.so");
 }
 
 TEST_CASE("cuda.cupti.another_subscriber_means_events" * doctest::timeout(120)) {
-  if (std::getenv("CMDGRAPH_TEST_CUPTI_CHILD")) return;
-  const std::string command = "CMDGRAPH_TEST_CUPTI_CHILD=1 /proc/" + std::to_string(getpid()) +
-                              "/exe --test-case=cuda.cupti.child_another_subscriber --success=0";
-  const int status = std::system(command.c_str());
-  CHECK_MESSAGE(status == 0, "the child process (" << command << ") ended with " << status);
+  if (in_child(child_marker)) return;
+  run_child(child_marker, "cuda.cupti.child_another_subscriber");
 }

@@ -3,6 +3,7 @@
 // place, refusals, communicators from an id and views. Failures and lifetimes are in
 // test_cuda_nccl_faults.cu.
 #include "cuda/nccl_support.cuh"
+#include "support/child_process.hpp"
 #include "support/expect_error.hpp"
 #include "support/random_dag.hpp"
 
@@ -10,6 +11,7 @@
 #include <nccl.h>
 
 #include <cmath>
+#include <string>
 
 using namespace cmdgraph;
 using namespace cmdgraph::testing;
@@ -264,4 +266,35 @@ TEST_CASE("cuda.nccl.communicators_from_an_id_and_views" * doctest::timeout(120)
     CHECK_FALSE(empty);
     CHECK(CMDGRAPH_EXPECT_ERROR((void)empty.rank(), errc::invalid_handle).has_value());
   }
+}
+
+// Run in a process of its own by the next test, with CMDGRAPH_NCCL_LIBRARY naming no file:
+// libcmdgraph loads libnccl when a communicator is first made, so making one is refused saying
+// which library could not be loaded and from where, and nothing else changes. (This process
+// links libnccl itself; the variable still decides what cmdgraph loads.)
+TEST_CASE("cuda.nccl.child_library_missing" * doctest::timeout(60)) {
+  if (!in_child("CMDGRAPH_TEST_NCCL_CHILD")) return;  // only in its own process
+  const Device gpu = Device::cuda(0);
+  const Device devices[] = {gpu};
+  for (auto e : {CMDGRAPH_EXPECT_ERROR(Communicator::all(devices), errc::unsupported),
+                 CMDGRAPH_EXPECT_ERROR(Communicator::unique_id(), errc::unsupported)}) {
+    REQUIRE(e);
+    MESSAGE("refused: " << e->what());
+    CHECK(std::string(e->what()).find("NCCL (libnccl) could not be loaded") != std::string::npos);
+    CHECK(std::string(e->what()).find("/nonexistent/libnccl.so.2") != std::string::npos);
+    CHECK(std::string(e->what()).find("CMDGRAPH_NCCL_LIBRARY") != std::string::npos);
+  }
+  // The rest of the library works as before.
+  Buffer<int> d(gpu, 1);
+  CommandBuffer cmd("no_nccl");
+  cmd.fill(d, 7, 1);
+  Queue q(gpu);
+  compile(cmd, gpu).launch(q).wait();
+  CHECK(download(d.view(), 1) == std::vector<int>{7});
+}
+
+TEST_CASE("cuda.nccl.missing_library_is_an_error_that_says_where" * doctest::timeout(120)) {
+  if (in_child("CMDGRAPH_TEST_NCCL_CHILD")) return;
+  run_child("CMDGRAPH_TEST_NCCL_CHILD", "cuda.nccl.child_library_missing",
+            "CMDGRAPH_NCCL_LIBRARY=/nonexistent/libnccl.so.2");
 }

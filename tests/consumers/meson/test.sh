@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # consumer_meson: builds tests/consumers/meson, which takes cmdgraph as a subproject through
 # its .wrap, and runs its test. Checks that the subproject is lean: the library is its only
-# target and the parent's test suite holds none of cmdgraph's tests, until they are asked for.
+# target, the parent's test suite holds none of cmdgraph's tests until they are asked for, and
+# the parent's C++ program links as C++ (not through nvcc).
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 meson() { "$MESON" "$@"; }
 work=$(fresh_work meson)
@@ -22,6 +23,10 @@ meson setup build --force-fallback-for=cmdgraph
 meson compile -C build
 meson test -C build
 # [/readme]
+
+# A pure C++ program of the parent links as C++, whatever backends the subproject has.
+grep -qE '^build app: cpp_LINKER' build/build.ninja \
+  || { grep -E '^build app:' build/build.ninja; echo "app does not link as C++"; exit 1; }
 
 check=$consumers/subproject_targets.py
 "$check" "$MESON" build --targets cmdgraph --tests no

@@ -30,11 +30,8 @@ expect_error lambda.cu 'annotation on lambda requires --extended-lambda'
 expect_error lambda.cu 'parallel_for functors are copied byte-wise' --extended-lambda
 expect_error device_lambda.cu 'no matching function for call to' --extended-lambda
 
-# With NCCL, libcmdgraph needs libnccl too: what `pkg-config --libs cmdgraph` gives for it.
-nccl=$(pkg-config --libs cmdgraph | grep -oE -- '-lnccl|[^ ]*libnccl\.so[^ ]*' || true)
-[[ $nccl != -lnccl ]] || nccl="$(pkg-config --libs-only-L cmdgraph) -lnccl"
 # [readme:nvcc]
-nvcc -std=c++20 -cudart=shared -arch=sm_$gpu_arch app.cu -I"$prefix/include" -L"$libdir" -lcmdgraph -lcupti $nccl -o app
+nvcc -std=c++20 -cudart=shared -arch=sm_$gpu_arch app.cu -I"$prefix/include" -L"$libdir" -lcmdgraph -o app
 # [/readme]
 output_matches 'NEEDED.*libcudart\.so' readelf -d app || { echo "app: no libcudart.so"; exit 1; }
 if output_matches '\bcudaLaunchKernel\b' nm --defined-only app; then

@@ -22,7 +22,6 @@ if [[ -e $shared ]]; then
   for link in libcmdgraph.so "$soname"; do
     [[ $(readlink -f "$libdir/$link") == "$shared" ]] || { echo "$link does not lead to $shared"; exit 1; }
   done
-  export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 
 echo "pkg-config --cflags --libs cmdgraph: $(pkg-config --cflags --libs cmdgraph)"
