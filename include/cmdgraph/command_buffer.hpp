@@ -119,7 +119,9 @@ class CommandBuffer : public ConditionalCalls<CommandBuffer>  // loop_while, if_
   /// \pre F is trivially copyable (it is copied byte-wise, to the device too). In a file
   /// compiled by nvcc, F's call operator must be CMDGRAPH_HOST_DEVICE (or __host__
   /// __device__): nvcc builds the kernel that calls it, and a host-only operator does not
-  /// compile there. A lambda needs `__host__ __device__` and nvcc's --extended-lambda.
+  /// compile there. A lambda does not work there, with or without --extended-lambda: nvcc
+  /// wraps a `__host__ __device__` one in a type that is not trivially copyable, and a
+  /// `__device__` one cannot be called on the host; write a functor.
   /// Recorded in a file compiled without nvcc, the command has a host version only: it runs
   /// on the host backend, and compiling it for a CUDA device throws Error(unsupported)
   /// naming it.

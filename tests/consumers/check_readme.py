@@ -7,6 +7,8 @@
 - The table introduced by `<!-- options -->` lists exactly meson_options.txt's options, in
   order, with their types and defaults.
 - Every `-Dname=value` in README naming a project option gives a value that option takes.
+- Every link into a Markdown file of docs/ with an anchor (`docs/guide.md#5-updates-and-frames`)
+  names a heading of that file, as GitHub makes anchors of headings.
 """
 import re
 import sys
@@ -31,6 +33,14 @@ DEFINE = re.compile(r"-D(?:cmdgraph:)?([a-z_]+)=([^\s`,)|]+)")
 BUILTIN = {"default_library", "buildtype", "prefix", "libdir", "werror", "warning_level",
            "cpp_std", "wrap_mode", "b_sanitize", "b_ndebug"}
 VALUES = {"feature": {"enabled", "disabled", "auto"}, "boolean": {"true", "false"}}
+DOC_LINK = re.compile(r"\]\((docs/[\w./-]+\.md)#([\w-]+)\)")
+
+
+def anchors(markdown):
+    """The anchors GitHub gives the headings of `markdown` (code blocks left out)."""
+    text = re.sub(r"^```.*?^```", "", markdown, flags=re.S | re.M)
+    return {re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+            for title in re.findall(r"^#{1,6} +(.+?)\s*$", text, re.M)}
 
 
 def region(path, name):
@@ -75,10 +85,19 @@ def main(root):
         elif kinds[name] in VALUES and value not in VALUES[kinds[name]]:
             failures.append(f"README sets -D{name}={value}; {name} is a {kinds[name]}")
 
+    links = DOC_LINK.findall(readme)
+    for path_text, anchor in links:
+        target = root / path_text
+        if not target.exists():
+            failures.append(f"README links to {path_text}, which does not exist")
+        elif anchor not in anchors(target.read_text()):
+            failures.append(f"README links to {path_text}#{anchor}: {path_text} has no such "
+                            f"heading")
+
     for failure in failures:
         print(failure, file=sys.stderr)
-    print(f"README: {len(seen)} quoted blocks, {len(listed)} options checked, "
-          f"{len(failures)} problems")
+    print(f"README: {len(seen)} quoted blocks, {len(listed)} options and {len(links)} links "
+          f"into docs/ checked, {len(failures)} problems")
     return 1 if failures else 0
 
 
