@@ -33,6 +33,11 @@ void ArgumentStore::reserve(std::size_t bytes) {
   capacity_ = capacity;
 }
 
+void ArgumentStore::reserve_like(const ArgumentStore& other) {
+  slots_.reserve(other.slots_.size());
+  reserve(other.used_);
+}
+
 ArgumentStore::Slot ArgumentStore::add(const KernelParam& param) {
   if (param.align > block_align) {
     throw Error(errc::invalid_argument, "argument alignment above 64 bytes is not supported");

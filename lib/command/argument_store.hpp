@@ -38,6 +38,9 @@ class ArgumentStore {
   }
   /// Overwrites slot `slot` with a value of the same size.
   void assign(Slot slot, const void* value) noexcept;
+  /// Room for `slots` values of `bytes` in all, so a store filled again as the last one was
+  /// (a frame recorded anew) grows no more.
+  void reserve_like(const ArgumentStore& other);
   /// Drops every slot from `count` on (what a command refused as it was recorded stored).
   void truncate(std::size_t count) noexcept;
 

@@ -65,6 +65,7 @@ bool CommandBuffer::sealed() const { return open(rec_).sealed(); }
 void CommandBuffer::reset() {
   Recording& old = open(rec_);
   auto fresh = std::make_shared<Recording>(old.name());
+  fresh->reserve_like(old);            // the next frame is most likely the size of the last
   detail::register_recording(*fresh);  // may fail: then nothing changed
   detail::unregister_recording(old);
   rec_ = std::move(fresh);

@@ -21,6 +21,14 @@ std::uint64_t joins_around(CommandKind kind) { return traits(kind).expands ? 2 :
 Recording::Recording(std::string name) : id_(next_recording_id++), name_(std::move(name)) {}
 Recording::~Recording() = default;
 
+void Recording::reserve_like(const Recording& previous) {
+  commands_.reserve(previous.commands_.size());
+  declared_.reserve(previous.declared_.size());
+  edges_.reserve(previous.edges_.size());
+  programmatic_edges_.reserve(previous.programmatic_edges_.size());
+  arguments_->reserve_like(*previous.arguments_);
+}
+
 void Recording::require_open(const char* action) const {
   if (sealed_) {
     throw Error(errc::wrong_state, "command buffer " + in_quotes(name_) + " is compiled; cannot " +

@@ -43,6 +43,10 @@ class Recording {
     seal();
   }
 
+  /// Room for as many commands, edges, declarations and values as `previous` holds: a buffer
+  /// reset and recorded again, frame after frame, then grows nothing while it records.
+  void reserve_like(const Recording& previous);
+
   /// Appends a command, after the last barrier if there is one. Throws when sealed, and
   /// Error(foreign_handle) naming it, with the values it stored dropped, when one of them
   /// reaches transient memory of another recording. A command with bodies must have passed
