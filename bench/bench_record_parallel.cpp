@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
   float value = 1;
   auto record = [&](Frame& f, bool in_parallel) {
     if (in_parallel) {
-      workers.run([&](std::size_t k) { record_pass(*f.passes[k], data[k].data(), commands, value); });
+      workers.run(
+          [&](std::size_t k) { record_pass(*f.passes[k], data[k].data(), commands, value); });
     } else {
       for (std::size_t k = 0; k < passes; ++k) {
         record_pass(*f.passes[k], data[k].data(), commands, value);

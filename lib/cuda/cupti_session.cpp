@@ -77,8 +77,9 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
 // or a reader). Parsing calls are not counted by the door: fault injection stays deterministic
 // for the threads that arm it.
 void parse_buffer(std::uint8_t* buffer, std::size_t valid) {
+  const Functions& cupti = loaded();  // once, not per record
   CUpti_Activity* activity = nullptr;
-  while (loaded().cuptiActivityGetNextRecord(buffer, valid, &activity) == CUPTI_SUCCESS) {
+  while (cupti.cuptiActivityGetNextRecord(buffer, valid, &activity) == CUPTI_SUCCESS) {
     const CUpti_ActivityKind record_kind = activity->kind;  // CUPTI's, not a command's
     switch (record_kind) {
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -91,8 +92,7 @@ void parse_buffer(std::uint8_t* buffer, std::size_t valid) {
   }
   std::size_t dropped = 0;
   if (the_session &&
-      loaded().cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
-      dropped) {
+      cupti.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped) {
     SessionAccess::dropped(*the_session, dropped);
   }
   ::operator delete(buffer, std::align_val_t(buffer_align));

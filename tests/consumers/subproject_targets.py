@@ -3,7 +3,8 @@
 
 Checks what the cmdgraph subproject of a configured Meson build defines: with --targets, its
 targets are exactly NAME... (the custom steps lib/ runs to build the library itself, such as the
-device link of its CUDA dispatchers, are parts of the library, not targets of their own); with --tests, whether any of its tests are in the parent's suite.
+device link of its CUDA dispatchers, are parts of the library, not targets of their own); with
+--tests, whether any of its tests are in the parent's suite.
 Never any target from samples/, bench/ or tests/sanitizers/ (not asked for in these tests).
 """
 import argparse

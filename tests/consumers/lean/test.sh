@@ -35,13 +35,16 @@ if needed app | grep -E 'libcuda|libcupti|libnccl'; then
 fi
 app_size=$(stat -c %s app)
 echo "sizes: app $app_size bytes, libcmdgraph.so $(stat -c %s "$(readlink -f "$library")") bytes"
-(( app_size < 1000000 )) || { echo "app is $app_size bytes: it carries more than its own code"; exit 1; }
+if (( app_size >= 1000000 )); then
+  echo "app is $app_size bytes: it carries more than its own code"
+  exit 1
+fi
 ./app
 
 # The CMake package is relocatable and needs nothing of this machine.
 config=$libdir/cmake/cmdgraph/cmdgraphConfig.cmake
-for path in "$CMDGRAPH_SOURCE" "$CMDGRAPH_BUILD" ${CONSUMER_NVCC:+"$(dirname "$(dirname "$CONSUMER_NVCC")")"} \
-    /usr/local/cuda /usr/lib; do
+toolkit=${CONSUMER_NVCC:+$(dirname "$(dirname "$CONSUMER_NVCC")")}
+for path in "$CMDGRAPH_SOURCE" "$CMDGRAPH_BUILD" ${toolkit:+"$toolkit"} /usr/local/cuda /usr/lib; do
   if grep -nF -- "$path" "$config"; then
     echo "cmdgraphConfig.cmake names $path, a folder of the machine that built it"
     exit 1
