@@ -25,6 +25,12 @@ if [[ -e $shared ]]; then
 fi
 
 echo "pkg-config --cflags --libs cmdgraph: $(pkg-config --cflags --libs cmdgraph)"
+# README: for the shared library, --libs is the library alone.
+if [[ -e $shared ]]; then
+  for word in $(pkg-config --libs cmdgraph); do
+    [[ $word == -L* || $word == -lcmdgraph ]] || { echo "--libs has $word beside -lcmdgraph"; exit 1; }
+  done
+fi
 if [[ -n ${CONSUMER_NVCC:-} ]]; then
   # The CUDA runtime's folder must be named: it is seldom on the linker's path (on some
   # machines it is, and the link below alone would not notice).
