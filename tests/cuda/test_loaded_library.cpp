@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <ostream>  // doctest prints errc through std::error_code's operator<<
 #include <string>
 #include <string_view>
 #include <vector>
