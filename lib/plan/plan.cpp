@@ -4,6 +4,7 @@
 
 #include "plan/hazards.hpp"
 #include "plan/order.hpp"
+#include "plan/radix_sort.hpp"
 #include "plan/shaping.hpp"
 #include "record/recording.hpp"
 
@@ -214,6 +215,19 @@ std::shared_ptr<const Plan> plan_of_new_values(const Plan& before, const Recordi
   }
   plan->hazards = before.hazards;
   return plan;
+}
+
+std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {
+  std::vector<Edge> sorted = edges;
+  // Recorded edges nearly always come sorted (a command's parents are older than it, given in
+  // order); otherwise by parent * n + child, a key of few digits for a counting sort.
+  if (!std::is_sorted(sorted.begin(), sorted.end())) {
+    std::uint64_t n = 0;
+    for (const Edge& e : sorted) n = std::max<std::uint64_t>(n, std::max(e.parent, e.child) + 1);
+    radix_sort(sorted, [n](const Edge& e) { return e.parent * n + e.child; });
+  }
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  return sorted;
 }
 
 std::shared_ptr<const Plan> build_plan(const Recording& recording, const PlanOptions& options) {

@@ -111,12 +111,7 @@ std::shared_ptr<const Plan> build_plan(const Recording& recording,
                                        const PlanOptions& options = {});
 
 /// `edges` sorted, each once.
-inline std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {
-  std::vector<Edge> sorted = edges;
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  return sorted;
-}
+std::vector<Edge> distinct_edges(const std::vector<Edge>& edges);
 
 /// The plan of `recording` when it records what `before` was built from but for values that
 /// change no command's access: `before`'s order, reduction, levels and hazard analysis with
