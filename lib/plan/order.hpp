@@ -1,4 +1,4 @@
-// Topological order and cycle detection over a Boost.Graph adjacency_list.
+// Topological order and cycle detection over a Boost.Graph compressed sparse row graph.
 #pragma once
 
 #include "command/edge.hpp"
@@ -9,9 +9,9 @@
 
 namespace cmdgraph::detail {
 
-/// A topological order of `vertices` vertices under `edges` (parent -> child, distinct), or,
-/// when there is a cycle, an empty order and one cycle as a vertex path (first != last,
-/// closing back to the first).
+/// A topological order of `vertices` vertices under `edges` (parent -> child, sorted and
+/// distinct), or, when there is a cycle, an empty order and one cycle as a vertex path
+/// (first != last, closing back to the first).
 struct OrderResult {
   std::vector<std::uint32_t> order;
   std::vector<std::uint32_t> cycle;
