@@ -3,6 +3,7 @@
 #include "plan/order.hpp"
 
 #include "plan/adjacency.hpp"
+#include "plan/radix_sort.hpp"
 #include "plan/reach.hpp"
 
 #include <boost/graph/compressed_sparse_row_graph.hpp>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <iterator>
 #include <queue>
+#include <span>
 #include <utility>
 
 namespace cmdgraph::detail {
@@ -81,12 +83,12 @@ namespace {
 // (FELINE's "Y" coordinate): Kahn's algorithm that always takes, of the vertices whose parents
 // are all placed, the one `position` puts last. Two independent vertices then tend to appear in
 // opposite orders in the two, so "y comes before t in both" is a tight test for "y may reach t".
-std::vector<std::uint32_t> second_order(const std::vector<std::vector<std::uint32_t>>& children,
+std::vector<std::uint32_t> second_order(const Adjacency& children,
                                         const std::vector<std::uint32_t>& position) {
-  const std::size_t n = children.size();
+  const std::size_t n = children.vertices();
   std::vector<std::uint32_t> parents_left(n, 0);
-  for (const auto& cs : children) {
-    for (std::uint32_t c : cs) ++parents_left[c];
+  for (std::size_t v = 0; v < n; ++v) {
+    for (std::uint32_t c : children[v]) ++parents_left[c];
   }
   // Max-heap of (position, vertex) over the vertices ready to be placed.
   std::priority_queue<std::pair<std::uint32_t, std::uint32_t>> ready;
@@ -107,9 +109,9 @@ std::vector<std::uint32_t> second_order(const std::vector<std::vector<std::uint3
 }
 
 // The longest path from a source to each vertex, in edges.
-std::vector<std::uint32_t> levels(const std::vector<std::vector<std::uint32_t>>& children,
+std::vector<std::uint32_t> levels(const Adjacency& children,
                                   const std::vector<std::uint32_t>& position) {
-  const std::size_t n = children.size();
+  const std::size_t n = children.vertices();
   std::vector<std::uint32_t> by_position(n), level(n, 0);
   for (std::uint32_t v = 0; v < n; ++v) by_position[position[v]] = v;
   for (std::uint32_t v : by_position) {
@@ -162,16 +164,15 @@ namespace {
 // short where it is).
 class PrunedSearch {
  public:
-  PrunedSearch(std::vector<std::vector<std::uint32_t>> children,
-               const std::vector<std::uint32_t>& position)
+  PrunedSearch(Adjacency children, const std::vector<std::uint32_t>& position)
       : children_(std::move(children)), position_(position),
         second_(second_order(children_, position)), level_(levels(children_, position)),
-        marked_(children_.size(), 0), target_(children_.size(), 0) {}
+        marked_(children_.vertices(), 0), target_(children_.vertices(), 0) {}
 
   // Appends to `kept` the edges from `u` no other child of `u` reaches; false once the search
   // has examined more than `budget` edges in all.
   bool reduce(std::uint32_t u, std::vector<Edge>& kept, std::uint64_t budget) {
-    const auto& cs = children_[u];
+    const std::span<const std::uint32_t> cs = children_[u];
     if (cs.size() <= 1) {
       for (std::uint32_t c : cs) kept.push_back({u, c});
       return true;
@@ -192,7 +193,7 @@ class PrunedSearch {
   bool is_marked(std::uint32_t v) const noexcept { return marked_[v] == stamp_; }
 
   // A new vertex's children are the targets; the bounds start from all of them.
-  void start(const std::vector<std::uint32_t>& cs) {
+  void start(std::span<const std::uint32_t> cs) {
     ++stamp_;
     for (std::uint32_t c : cs) target_[c] = stamp_;
     unmarked_ = cs.size();
@@ -240,7 +241,7 @@ class PrunedSearch {
     return true;
   }
 
-  std::vector<std::vector<std::uint32_t>> children_;
+  Adjacency children_;
   const std::vector<std::uint32_t>& position_;
   std::vector<std::uint32_t> second_, level_;
   std::vector<std::uint32_t> marked_, target_;
@@ -256,12 +257,15 @@ class PrunedSearch {
 std::optional<std::vector<Edge>> transitive_reduction_within(
     std::size_t vertices, const std::vector<Edge>& edges, const std::vector<std::uint32_t>& position,
     std::uint64_t budget, std::uint64_t* edges_examined) {
-  // Children of each vertex in topological position order.
-  std::vector<std::vector<std::uint32_t>> children(vertices);
-  for (const Edge& e : edges) children[e.parent].push_back(e.child);
-  auto by_position = [&](std::uint32_t a, std::uint32_t b) { return position[a] < position[b]; };
-  for (auto& c : children) std::sort(c.begin(), c.end(), by_position);
-  PrunedSearch search(std::move(children), position);
+  // Children of each vertex in topological position order, in one array.
+  std::vector<Edge> by_parent = edges;
+  radix_sort(by_parent, [&](const Edge& e) {
+    return std::uint64_t{e.parent} * vertices + position[e.child];
+  });
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+  pairs.reserve(by_parent.size());
+  for (const Edge& e : by_parent) pairs.emplace_back(e.parent, e.child);
+  PrunedSearch search(Adjacency::from_pairs(vertices, pairs), position);
   std::vector<Edge> kept;
   kept.reserve(edges.size());
   for (std::uint32_t u = 0; u < vertices; ++u) {

@@ -219,13 +219,11 @@ std::shared_ptr<const Plan> plan_of_new_values(const Plan& before, const Recordi
 
 std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {
   std::vector<Edge> sorted = edges;
-  // Recorded edges nearly always come sorted (a command's parents are older than it, given in
-  // order); otherwise by parent * n + child, a key of few digits for a counting sort.
-  if (!std::is_sorted(sorted.begin(), sorted.end())) {
-    std::uint64_t n = 0;
-    for (const Edge& e : sorted) n = std::max<std::uint64_t>(n, std::max(e.parent, e.child) + 1);
-    radix_sort(sorted, [n](const Edge& e) { return e.parent * n + e.child; });
-  }
+  // By parent * n + child: a key of few digits for a counting sort, which leaves edges that
+  // come sorted (as recorded edges nearly always do) as they are after one pass.
+  std::uint64_t n = 0;
+  for (const Edge& e : sorted) n = std::max<std::uint64_t>(n, std::max(e.parent, e.child) + 1);
+  radix_sort(sorted, [n](const Edge& e) { return e.parent * n + e.child; });
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   return sorted;
 }

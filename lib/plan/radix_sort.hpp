@@ -14,7 +14,8 @@ namespace cmdgraph::detail {
 /// Sorts `items` by `key(item)` (a std::uint64_t), keeping equal keys in their order. Only
 /// the bits in which the keys differ are sorted on, 11 at a time (a pass per 11 bits, each
 /// counting then moving every item): addresses within a few megabytes, or pairs of command
-/// numbers, take two or three passes. Short inputs go to std::stable_sort.
+/// numbers, take two or three passes; sorted input, one pass reading it. Short inputs go to
+/// std::stable_sort.
 /// \post `items` is ordered by key, equal keys as they came.
 template <class T, class Key>
 void radix_sort(std::vector<T>& items, Key key) {
@@ -26,8 +27,15 @@ void radix_sort(std::vector<T>& items, Key key) {
   constexpr int digit = 11;
   constexpr std::size_t buckets = std::size_t{1} << digit;
   const std::uint64_t first = key(items.front());
-  std::uint64_t differ = 0;
-  for (const T& x : items) differ |= key(x) ^ first;
+  std::uint64_t differ = 0, previous = first;
+  bool sorted = true;  // as items often come (edges as recorded): then nothing moves
+  for (const T& x : items) {
+    const std::uint64_t k = key(x);
+    differ |= k ^ first;
+    sorted = sorted && previous <= k;
+    previous = k;
+  }
+  if (sorted) return;
   std::vector<T> moved(items.size());
   std::array<std::uint32_t, buckets> starts{};
   for (int shift = 0; shift < 64 && (differ >> shift) != 0; shift += digit) {
