@@ -5,6 +5,7 @@
 #include <cmdgraph/error.hpp>
 
 #include <atomic>
+#include <charconv>
 
 namespace cmdgraph::detail {
 namespace {
@@ -37,7 +38,15 @@ void Recording::require_open(const char* action) const {
 }
 
 std::string Recording::next_name(CommandKind kind) const {
-  return std::string(traits(kind).name) + "#" + std::to_string(commands_.size());
+  // Every command gets one, so it is made in place: "kernel#123" fits the string's own
+  // storage, and three temporaries cost more than the rest of recording a host task.
+  const std::string_view kind_name = traits(kind).name;
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, commands_.size()).ptr;
+  std::string name;
+  name.reserve(kind_name.size() + 1 + static_cast<std::size_t>(end - digits));
+  name.append(kind_name).append(1, '#').append(digits, end);
+  return name;
 }
 
 std::string Recording::next_label(CommandKind kind) const {
