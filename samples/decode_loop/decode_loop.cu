@@ -206,7 +206,9 @@ void issue_step(Model& m, int step, Sink& sink) {
   sink.serial("embed", embed, dim3(model / 256), dim3(256), m.embedding.device.data(),
               m.tokens.data(), step, m.x.data());
   const float* none = nullptr;
-  auto gemv_grid = [](int rows) { return dim3((rows + gemv_rows_per_block - 1) / gemv_rows_per_block); };
+  auto gemv_grid = [](int rows) {
+    return dim3((rows + gemv_rows_per_block - 1) / gemv_rows_per_block);
+  };
   const dim3 gemv_block(32 * gemv_rows_per_block);
   for (Layer& l : m.layers) {
     sink.serial("qkv", gemv, gemv_grid(3 * model), gemv_block, l.qkv.device.data(), m.x.data(),
@@ -233,6 +235,10 @@ void issue_step(Model& m, int step, Sink& sink) {
               step);
 }
 
+LaunchConfig config_of(dim3 grid, dim3 block) {
+  return {{grid.x, grid.y, grid.z}, {block.x, block.y, block.z}};
+}
+
 // Records a step into a command buffer: chains the serial kernels, fans the parallel ones out.
 struct Recorder {
   CommandBuffer& cmd;
@@ -241,9 +247,7 @@ struct Recorder {
 
   template <class... P, class... A>
   void serial(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, A... args) {
-    auto k = cmd.launch(kernel, LaunchConfig{{grid.x, grid.y, grid.z}, {block.x, block.y, block.z}},
-                        args...)
-                 .named(name);
+    auto k = cmd.launch(kernel, config_of(grid, block), args...).named(name);
     if (!fan.empty()) {
       k.after_all(fan);
       fan.clear();
@@ -254,9 +258,7 @@ struct Recorder {
   }
   template <class... P, class... A>
   void parallel(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, A... args) {
-    auto k = cmd.launch(kernel, LaunchConfig{{grid.x, grid.y, grid.z}, {block.x, block.y, block.z}},
-                        args...)
-                 .named(name);
+    auto k = cmd.launch(kernel, config_of(grid, block), args...).named(name);
     if (last.valid()) k.after(last);
     fan.push_back(k);
   }
