@@ -262,10 +262,7 @@ std::optional<std::vector<Edge>> transitive_reduction_within(
   radix_sort(by_parent, [&](const Edge& e) {
     return std::uint64_t{e.parent} * vertices + position[e.child];
   });
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
-  pairs.reserve(by_parent.size());
-  for (const Edge& e : by_parent) pairs.emplace_back(e.parent, e.child);
-  PrunedSearch search(Adjacency::from_pairs(vertices, pairs), position);
+  PrunedSearch search(Adjacency::from_pairs(vertices, by_parent), position);
   std::vector<Edge> kept;
   kept.reserve(edges.size());
   for (std::uint32_t u = 0; u < vertices; ++u) {
