@@ -221,10 +221,11 @@ struct UpdateOptions {
 struct UpdateResult {
   bool reinstantiated = false;  ///< true: the executable was rebuilt rather than updated in place
   std::string reason;           ///< why it was rebuilt (empty when updated in place)
-  /// The top-level commands the update changed: those whose values differ from the
-  /// executable's (each set alone, the others untouched) when only values changed; every
-  /// command when more did (another host task, event or body, another structure), which
-  /// rebuilds what the backend launches from the whole buffer.
+  /// The commands the update changed. When only values changed: those whose values differ
+  /// from the executable's, at any depth (a body counted once however many commands run it);
+  /// top-level ones are set alone and the others left untouched, new values in a body are
+  /// taken from the whole buffer. When more changed (another host task, event or structure):
+  /// every top-level command, what the backend launches rebuilt from the whole buffer.
   std::size_t commands_changed = 0;
 };
 

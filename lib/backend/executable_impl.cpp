@@ -80,20 +80,37 @@ ExecutableImpl::Updating::Updating(ExecutableImpl& exe) : exe_(exe) {
 }
 
 UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
-                                         const UpdateOptions& options, Compare compare) {
+                                         const UpdateOptions& options) {
   check_runs(*plan);
-  const bool values_only = compare == Compare::values;
-  const Difference difference = values_only ? Difference{} : structural_difference(*plan_, *plan);
+  const Difference difference = structural_difference(*plan_, *plan);
   if (!difference) {
-    const auto changed = values_only ? commands_with_new_values(current_values(), *plan)
-                                     : changed_values(*plan_, current_values(), *plan);
-    if (changed && take_values(plan, *changed)) return {false, {}, changed->size()};
-  } else if (!options.reinstantiate_if_needed) {
-    refuse_update(difference.what, {difference.command});
+    const auto changes = changed_values(*plan_, current_values(), *plan);
+    return take_changed(std::move(plan), changes ? &changes->top : nullptr,
+                        changes ? changes->in_bodies : 0, options);
   }
+  if (!options.reinstantiate_if_needed) refuse_update(difference.what, {difference.command});
   const std::size_t commands = plan->size();
   UpdateResult result = take(std::move(plan), difference, options);
   result.commands_changed = commands;
+  return result;
+}
+
+UpdateResult ExecutableImpl::update_values_from(NewValues values, const UpdateOptions& options) {
+  check_runs(*values.plan);
+  const auto top = commands_with_new_values(current_values(), *values.plan);
+  return take_changed(std::move(values.plan), top ? &*top : nullptr,
+                      values.body_commands_changed, options);
+}
+
+UpdateResult ExecutableImpl::take_changed(std::shared_ptr<const Plan> plan,
+                                          const std::vector<std::uint32_t>* top,
+                                          std::size_t in_bodies, const UpdateOptions& options) {
+  if (top && in_bodies == 0 && take_values(plan, *top)) return {false, {}, top->size()};
+  // New values in bodies (which no backend sets one by one), or more than values: the backend
+  // takes the plan, of this structure, in place.
+  const std::size_t changed = (top ? top->size() : plan->size()) + in_bodies;
+  UpdateResult result = take(std::move(plan), {}, options);
+  result.commands_changed = changed;
   return result;
 }
 

@@ -6,6 +6,7 @@
 #include "backend/transient_binding.hpp"
 #include "command/argument_store.hpp"
 #include "plan/compare.hpp"
+#include "plan/new_values.hpp"
 #include "plan/plan.hpp"
 
 #include <cmdgraph/executable.hpp>
@@ -65,11 +66,11 @@ class ExecutableImpl {
   /// it, or when its structure differs and `options` do not allow a rebuild; else takes it in
   /// place (when only values changed, command by command as updates by handle do), or
   /// rebuilds.
-  /// `compare` says what may differ: everything, or values alone (a plan plan_of_new_values
-  /// made of this executable's plan, whose commands, edges and access are known equal).
-  enum class Compare { everything, values };
-  UpdateResult update_from(std::shared_ptr<const Plan> plan, const UpdateOptions& options,
-                           Compare compare = Compare::everything);
+  UpdateResult update_from(std::shared_ptr<const Plan> plan, const UpdateOptions& options);
+  /// Takes the plan plan_of_new_values made of this executable's plan (the same commands,
+  /// edges and access; new values at any depth), as update_from does one of its structure,
+  /// with nothing analysed again.
+  UpdateResult update_values_from(NewValues values, const UpdateOptions& options);
 
   /// The timings of the most recent launch, waiting for it; Error(wrong_state) when not
   /// profiling or never launched.
@@ -160,6 +161,12 @@ class ExecutableImpl {
                                   std::vector<std::string> commands = {}, int cuda_status = 0) const;
 
  private:
+  /// Takes `plan`, of this executable's structure, whose top-level commands `top` (null: more
+  /// than values changed) and `in_bodies` commands of its bodies have new values: command by
+  /// command when only top-level values changed, else in place from the whole plan.
+  UpdateResult take_changed(std::shared_ptr<const Plan> plan,
+                            const std::vector<std::uint32_t>* top, std::size_t in_bodies,
+                            const UpdateOptions& options);
   /// Writes the values of commands `changed` of `plan` (of this executable's structure, with
   /// the same commands but for their values) and applies them; false, with nothing changed,
   /// when the backend refuses one.

@@ -62,4 +62,11 @@ void ArgumentStore::assign(Slot slot, const void* value) noexcept {
   std::memcpy(data(slot), value, slots_[slot].size);
 }
 
+bool ArgumentStore::same_bytes(const ArgumentStore& other, Slot first, Slot end) const noexcept {
+  for (Slot s = first; s < end; ++s) {
+    if (std::memcmp(data(s), other.data(s), slots_[s].size) != 0) return false;
+  }
+  return true;
+}
+
 }  // namespace cmdgraph::detail

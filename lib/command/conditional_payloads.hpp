@@ -54,6 +54,9 @@ struct ConditionalBodies {
   Condition condition;
   const void* code() const noexcept { return condition.device_kernel; }
   bool operator==(const ConditionalBodies&) const = default;
+  bool equal_but_bodies(const ConditionalBodies& other) const noexcept {
+    return condition == other.condition && bodies.size() == other.bodies.size();
+  }
 };
 
 struct LoopPayload : ConditionalBodies {

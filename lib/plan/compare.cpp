@@ -2,7 +2,7 @@
 #include "plan/compare.hpp"
 
 #include <algorithm>
-#include <cstring>
+#include <set>
 
 namespace cmdgraph::detail {
 namespace {
@@ -17,12 +17,8 @@ struct Roots {
 
 // Whether command `c`'s value slots hold the same bytes in both stores.
 bool same_values(const ArgumentStore& current, const Plan& now, std::uint32_t c) {
-  const ArgumentStore& next = now.arguments();
   const ArgumentStore::Slot first = c == 0 ? 0 : now.command(c - 1).slots_end;
-  for (ArgumentStore::Slot s = first; s < now.command(c).slots_end; ++s) {
-    if (std::memcmp(current.data(s), next.data(s), next.size(s)) != 0) return false;
-  }
-  return true;
+  return current.same_bytes(now.arguments(), first, now.command(c).slots_end);
 }
 
 // The first edge out of `c` that one plan has and the other lacks, as a sentence.
@@ -98,21 +94,60 @@ Difference structural_difference(const Plan& before, const Plan& now) {
   return difference_in(before, now, Roots{before, now});
 }
 
-std::optional<std::vector<std::uint32_t>> changed_values(const Plan& before,
-                                                         const ArgumentStore& current,
-                                                         const Plan& now) {
+namespace {
+
+// The same command but for its values and the plans of its bodies.
+bool same_but_values(const CommandRecord& was, const CommandRecord& is) {
+  return was.slots_end == is.slots_end && was.name == is.name &&
+         equal_but_bodies(was.payload, is.payload);
+}
+
+// The commands of body `now` (of the structure of `before`, which the executable ran) whose
+// values differ from before's, and those of its bodies, each body counted once (`seen`);
+// nullopt when one differs in more than values.
+std::optional<std::size_t> body_changes(const Plan& before, const Plan& now,
+                                        std::set<const Plan*>& seen) {
+  if (&before == &now || !seen.insert(&now).second) return 0;
+  if (!before.memory.list.empty() || !now.memory.list.empty() ||
+      before.buffer_name != now.buffer_name) {
+    return std::nullopt;
+  }
+  std::size_t changed = 0;
+  for (std::uint32_t c = 0; c < now.size(); ++c) {
+    if (!same_but_values(before.command(c), now.command(c))) return std::nullopt;
+    const ArgumentStore::Slot first = c == 0 ? 0 : now.command(c - 1).slots_end;
+    changed += !before.arguments().same_bytes(now.arguments(), first, now.command(c).slots_end);
+    for (std::size_t b = 0; b < now.bodies_of(c).size(); ++b) {
+      const auto inner = body_changes(*before.bodies_of(c)[b], *now.bodies_of(c)[b], seen);
+      if (!inner) return std::nullopt;
+      changed += *inner;
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+std::optional<ValueChanges> changed_values(const Plan& before, const ArgumentStore& current,
+                                           const Plan& now) {
   if (!before.memory.list.empty() || !now.memory.list.empty() ||
       before.buffer_name != now.buffer_name || current.slot_count() != now.values->slot_count()) {
     return std::nullopt;
   }
+  ValueChanges changes;
+  std::set<const Plan*> seen;
   for (std::uint32_t c = 0; c < now.size(); ++c) {
-    const CommandRecord& was = before.command(c);
-    const CommandRecord& is = now.command(c);
-    if (was.slots_end != is.slots_end || !(was.payload == is.payload) || was.name != is.name) {
-      return std::nullopt;
+    if (!same_but_values(before.command(c), now.command(c))) return std::nullopt;
+    for (std::size_t b = 0; b < now.bodies_of(c).size(); ++b) {
+      const auto inner = body_changes(*before.bodies_of(c)[b], *now.bodies_of(c)[b], seen);
+      if (!inner) return std::nullopt;
+      changes.in_bodies += *inner;
     }
   }
-  return commands_with_new_values(current, now);
+  auto top = commands_with_new_values(current, now);
+  if (!top) return std::nullopt;
+  changes.top = std::move(*top);
+  return changes;
 }
 
 std::optional<std::vector<std::uint32_t>> commands_with_new_values(const ArgumentStore& current,

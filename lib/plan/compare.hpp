@@ -4,6 +4,7 @@
 
 #include "plan/plan.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,15 +24,21 @@ struct Difference {
 /// kinds, nested plans included.
 Difference structural_difference(const Plan& before, const Plan& now);
 
-/// For `now` of the structure of `before`: the top-level commands whose values differ from
-/// `current` (the values of an executable of `before`, its updates included), in order, when
-/// nothing else differs: each command of `now` compares equal to its counterpart (the same
-/// code, objects and bodies) and has its name, and those with other values are of updatable
-/// kinds. Nullopt when more changed, or when either plan has transient memory (whose words each
+/// The commands whose values an update changes.
+struct ValueChanges {
+  std::vector<std::uint32_t> top;  ///< top-level commands, in order
+  std::size_t in_bodies = 0;       ///< commands of the bodies run, each body counted once
+};
+
+/// For `now` of the structure of `before`, when nothing but values differs: the top-level
+/// commands whose values differ from `current` (the values of an executable of `before`, its
+/// updates included), all of updatable kinds, and how many commands of the bodies differ from
+/// those `before` ran. Every command of `now`, at any depth, must compare equal to its
+/// counterpart (the same code and objects) but for values and bodies, and have its name.
+/// Nullopt when more changed, or when a plan has transient memory (whose words each
 /// executable rewrites). Costs a comparison of each command's value bytes.
-std::optional<std::vector<std::uint32_t>> changed_values(const Plan& before,
-                                                         const ArgumentStore& current,
-                                                         const Plan& now);
+std::optional<ValueChanges> changed_values(const Plan& before, const ArgumentStore& current,
+                                           const Plan& now);
 
 /// For `now` recording the very commands of the executable's plan but for their values (as
 /// changed_values checks, or plan_of_new_values made it): the commands whose value bytes

@@ -17,15 +17,6 @@
 namespace cmdgraph::detail {
 namespace {
 
-// The sorted distinct edges of either kind: what Plan::edges starts from.
-std::vector<Edge> edge_union(const std::vector<Edge>& full, const std::vector<Edge>& programmatic) {
-  std::vector<Edge> edges;
-  edges.reserve(full.size() + programmatic.size());
-  std::set_union(full.begin(), full.end(), programmatic.begin(), programmatic.end(),
-                 std::back_inserter(edges));
-  return edges;
-}
-
 // The edge Hazards::infer added as `e`, or null for a recorded edge.
 const InferredEdge* inferred_edge(const Plan& plan, Edge e) {
   const auto& inferred = plan.hazards.inferred;
@@ -168,53 +159,12 @@ std::size_t count_prioritised(const Plan& plan) {
   return count;
 }
 
-namespace {
-
-// The same command, but for its values.
-bool same_but_values(const CommandRecord& a, const CommandRecord& b) {
-  return a.payload == b.payload && a.name == b.name && a.slots_end == b.slots_end &&
-         a.hints.priority == b.hints.priority &&
-         a.hints.programmatic_safe == b.hints.programmatic_safe && a.hints.cost == b.hints.cost;
-}
-
-bool same_access(const MemoryAccess& a, const MemoryAccess& b) {
-  return a.begin == b.begin && a.end == b.end && a.origin == b.origin &&
-         a.element_size == b.element_size && a.mode == b.mode && a.role == b.role &&
-         (a.label == b.label || (a.label && b.label && *a.label == *b.label));
-}
-
-}  // namespace
-
-std::shared_ptr<const Plan> plan_of_new_values(const Plan& before, const Recording& rec) {
-  const std::vector<CommandRecord>& commands = rec.commands();
-  if (commands.size() != before.size() || rec.name() != before.buffer_name ||
-      !before.memory.list.empty() || !before.hazards.inferred.empty()) {
-    return nullptr;
-  }
-  for (std::uint32_t c = 0; c < commands.size(); ++c) {
-    if (!same_but_values(before.command(c), commands[c])) return nullptr;
-  }
-  if (edge_union(distinct_edges(rec.edges()), distinct_edges(rec.programmatic_edges())) !=
-      before.edges) {
-    return nullptr;
-  }
-
-  auto plan = std::make_shared<Plan>(before);
-  plan->recording_id = rec.id();
-  plan->commands = commands;
-  plan->values = rec.shared_arguments();
-  plan->labels = rec.labels();
-  plan->access.clear();
-  plan->access_end.clear();
-  collect_access(*plan, rec.declared(), before.hazards.requested);
-  // The same access: the hazard analysis would find what it found for `before`.
-  if (!std::equal(plan->access.begin(), plan->access.end(), before.access.begin(),
-                  before.access.end(), same_access) ||
-      plan->access_end != before.access_end || plan->hazards.applied != before.hazards.applied) {
-    return nullptr;
-  }
-  plan->hazards = before.hazards;
-  return plan;
+std::vector<Edge> edge_union(const std::vector<Edge>& full, const std::vector<Edge>& programmatic) {
+  std::vector<Edge> edges;
+  edges.reserve(full.size() + programmatic.size());
+  std::set_union(full.begin(), full.end(), programmatic.begin(), programmatic.end(),
+                 std::back_inserter(edges));
+  return edges;
 }
 
 std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {

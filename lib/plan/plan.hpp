@@ -113,12 +113,9 @@ std::shared_ptr<const Plan> build_plan(const Recording& recording,
 /// `edges` sorted, each once.
 std::vector<Edge> distinct_edges(const std::vector<Edge>& edges);
 
-/// The plan of `recording` when it records what `before` was built from but for values that
-/// change no command's access: `before`'s order, reduction, levels and hazard analysis with
-/// the recording's commands, values and declarations, at the cost of a comparison. Null when
-/// more differs (edges, payloads, names, hints, access), when `before` has transient memory
-/// or inferred edges: build_plan then decides.
-std::shared_ptr<const Plan> plan_of_new_values(const Plan& before, const Recording& recording);
+/// `full` and `programmatic` (each sorted and distinct) as one sorted distinct list: what
+/// Plan::edges starts from.
+std::vector<Edge> edge_union(const std::vector<Edge>& full, const std::vector<Edge>& programmatic);
 
 /// How errors and traces name command `c` of `plan` in an executable whose top plan is
 /// `root`: its own name at the top level, "buffer/name" inside executed buffers.

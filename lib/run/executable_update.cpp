@@ -4,6 +4,7 @@
 #include "backend/executable_impl.hpp"
 #include "command/update_site.hpp"
 #include "plan/hazards.hpp"
+#include "plan/new_values.hpp"
 #include "plan/plan.hpp"
 #include "record/recording.hpp"
 
@@ -139,8 +140,8 @@ UpdateResult Executable::update(CommandBuffer& rerecorded, const UpdateOptions& 
   const detail::Recording::UseGuard guard(*rec);
   // A frame whose values alone changed skips the plan's analysis: it reuses the executable's.
   UpdateResult result;
-  if (auto plan = detail::plan_of_new_values(exe.plan(), *rec)) {
-    result = exe.update_from(std::move(plan), options, ExecutableImpl::Compare::values);
+  if (detail::NewValues values = detail::plan_of_new_values(exe.plan(), *rec); values.plan) {
+    result = exe.update_values_from(std::move(values), options);
   } else {
     result = exe.update_from(
         detail::build_plan(*rec, {exe.plan().hazards.requested, exe.plan().shape}), options);

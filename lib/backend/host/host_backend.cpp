@@ -111,40 +111,84 @@ void start_launch(std::shared_ptr<const HostProgram> program,
   }
 }
 
-// The program of `plan`, its commands named as parts of `root`, with one for each body of each
-// conditional command.
-std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan, const Plan& root,
-                                              std::shared_ptr<const DispatchReports> reports) {
+// Whether `previous` (of an executable whose top plan was `was_root`) names its tasks as
+// `flat`'s (of top plan `root`) would be: the same commands with the same names. A frame
+// re-recorded with new values keeps its labels.
+bool same_labels(const HostProgram& previous, const Plan& was_root, const FlatPlan& flat,
+                 const Plan& root) {
+  const std::vector<FlatTask>& was = previous.flat.tasks;
+  if (was.size() != flat.tasks.size()) return false;
+  for (std::size_t i = 0; i < was.size(); ++i) {
+    const FlatTask& a = was[i];
+    const FlatTask& b = flat.tasks[i];
+    if (a.command != b.command) return false;
+    if (b.is_join()) continue;
+    const bool top = b.plan == &root;
+    if ((a.plan == &was_root) != top || a.plan->name(a.command) != b.plan->name(b.command) ||
+        (!top && a.plan->buffer_name != b.plan->buffer_name)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::shared_ptr<const std::vector<std::string>> labels_of(const FlatPlan& flat,
+                                                          const Plan& root) {
+  auto names = std::make_shared<std::vector<std::string>>();
+  names->reserve(flat.tasks.size());
+  for (const FlatTask& t : flat.tasks) {
+    names->push_back(t.is_join() ? std::string("join") : command_label(*t.plan, t.command, root));
+  }
+  return names;
+}
+
+// What a program is made with: the executable's top plan and the clamps' reports, and the
+// program of the plan it replaces, if any, whose labels it may keep.
+struct ProgramSite {
+  const Plan& root;
+  std::shared_ptr<const DispatchReports> reports;
+  const Plan* was_root = nullptr;
+};
+
+// The program of `plan` (`previous`: the one it replaces, or null), its commands named as
+// parts of `site.root`, with one for each body of each conditional command.
+std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan,
+                                              const ProgramSite& site,
+                                              const HostProgram* previous) {
   auto program = std::make_shared<HostProgram>();
-  program->reports = reports;
+  program->reports = site.reports;
   program->flat = flatten(*plan);
+  const bool keep = previous && same_labels(*previous, *site.was_root, program->flat, site.root);
+  program->names = keep ? previous->names : labels_of(program->flat, site.root);
   const std::size_t n = program->flat.tasks.size();
-  program->names.reserve(n);
   program->bodies.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const FlatTask& t = program->flat.tasks[i];
-    program->names.push_back(t.is_join() ? std::string("join")
-                                          : command_label(*t.plan, t.command, root));
     // Executed buffers are expanded in place; bodies left in a task run as it decides.
-    if (!t.is_join()) {
-      for (const auto& body : t.plan->bodies_of(t.command)) {
-        program->bodies[i].push_back(program_of(body, root, reports));
-      }
+    if (t.is_join()) continue;
+    const auto bodies = t.plan->bodies_of(t.command);
+    for (std::size_t b = 0; b < bodies.size(); ++b) {
+      const HostProgram* was = keep && b < previous->bodies[i].size()
+                                   ? previous->bodies[i][b].get()
+                                   : nullptr;
+      program->bodies[i].push_back(program_of(bodies[b], site, was));
     }
   }
   program->plan = std::move(plan);
   return program;
 }
 
-std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan,
-                                                bool portable) {
+// The program of `plan`; `previous`, the program of the plan it replaces (or null).
+std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan, bool portable,
+                                                const HostProgram* previous = nullptr) {
   check_runs_on_host(*plan, portable);
   const Plan& root = *plan;
   auto reports = std::make_shared<const DispatchReports>(root, [](std::size_t bytes) {
     return std::shared_ptr<void>(allocate(MemorySpace::host, -1, bytes),
                                  [](void* p) { deallocate(MemorySpace::host, -1, p); });
   });
-  return program_of(std::move(plan), root, std::move(reports));
+  const ProgramSite site{root, std::move(reports), previous ? previous->plan.get() : nullptr};
+  return program_of(std::move(plan), site, previous);
 }
 
 // The arena of a plan's transients in host memory; null without transients.
@@ -229,7 +273,7 @@ class HostExecutable final : public ExecutableImpl {
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
                     const UpdateOptions&) override {
-    auto program = make_program(plan, portable_);
+    auto program = make_program(plan, portable_, program_.get());
     std::lock_guard lock(mutex_);
     // A fresh arena: launches in flight keep the old one through the stores they hold.
     place_transients(*plan, plan->values, TransientBinding(*plan));
