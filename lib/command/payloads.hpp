@@ -229,14 +229,20 @@ struct RunHints {
   std::optional<std::chrono::nanoseconds> cost;  // cost(), costs_from(): for graph shaping
 };
 
-/// One recorded command: what it does and its name (its own, or "kind#index").
+/// One recorded command: what it does and its name.
 struct CommandRecord {
   Payload payload;
-  std::string name;
+  std::string name;  // its own; empty for the default "kind#index", made only when asked for
+                     // (command_name), so recording a command allocates no name
   RunHints hints;
   ArgumentStore::Slot slots_end = 0;  // its values are the slots from the previous command's
                                       // slots_end to this one
 };
+
+/// The name of `record`, command `index` of its recording: its own, or "kind#index".
+std::string command_name(const CommandRecord& record, std::uint32_t index);
+/// The default name of command `index` of kind `kind`: "kind#index".
+std::string default_name(CommandKind kind, std::uint32_t index);
 
 /// Appends what command `payload` touches by its nature (a copy's source and destination, a
 /// fill's destination) to `out`; nothing for other kinds.

@@ -43,8 +43,8 @@ Difference difference_in(const Plan& before, const Plan& now, const Roots& roots
   for (std::uint32_t c = 0; c < common; ++c) {
     const Payload& a = before.payload(c);
     const Payload& b = now.payload(c);
-    const std::string name = command_label(now, c, roots.now);
-    auto differs = [&](const std::string& how) {
+    auto differs = [&](const std::string& how) {  // named only once it differs
+      const std::string name = command_label(now, c, roots.now);
       return Difference{"command " + in_quotes(name) + " " + how, name};
     };
     if (kind_of(a) != kind_of(b)) {

@@ -61,7 +61,7 @@ struct Plan {
   const CommandRecord& command(std::uint32_t c) const { return commands[c]; }
   const Payload& payload(std::uint32_t c) const { return commands[c].payload; }
   CommandKind kind(std::uint32_t c) const noexcept { return kind_of(commands[c].payload); }
-  const std::string& name(std::uint32_t c) const { return commands[c].name; }
+  std::string name(std::uint32_t c) const { return command_name(commands[c], c); }
   /// What command c touches: every access the hazard analysis sees (collect_access).
   std::span<const MemoryAccess> access_of(std::uint32_t c) const noexcept {
     const std::uint32_t begin = c == 0 ? 0 : access_end[c - 1];

@@ -119,7 +119,7 @@ void collect_transients(Plan& plan, bool body) {
   TransientMemory& m = plan.memory;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (auto range = allocated(plan.payload(c))) {
-      m.list.push_back({c, TransientMemory::none, std::move(range), 0});
+      m.list.push_back({c, TransientMemory::none, std::move(range), 0, plan.name(c)});
     }
   }
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
@@ -166,7 +166,7 @@ void add_transient_access(const Plan& plan, std::uint32_t c, std::vector<MemoryA
   for (MemoryAccess& a : std::span(out).subspan(from)) {
     if (a.role == TransientRole::none || a.label) continue;
     if (const std::uint32_t t = m.find(a.begin); t != TransientMemory::none) {
-      a.label = &plan.name(m.list[t].alloc);  // the plan's own: it lives as long as the access
+      a.label = &m.list[t].name;  // the plan's own: it lives as long as the access
     }
   }
 }

@@ -25,6 +25,7 @@ struct TransientInfo {
   std::uint32_t release;                        // its free command, or TransientMemory::none
   std::shared_ptr<const TransientRange> range;  // the placeholder
   std::size_t offset = 0;                       // its place in the arena
+  std::string name;  // the alloc command's, which the access to the transient is labelled by
 };
 
 /// A pointer-sized word of an argument store that points into a transient: an executable

@@ -38,15 +38,7 @@ void Recording::require_open(const char* action) const {
 }
 
 std::string Recording::next_name(CommandKind kind) const {
-  // Every command gets one, so it is made in place: "kernel#123" fits the string's own
-  // storage, and three temporaries cost more than the rest of recording a host task.
-  const std::string_view kind_name = traits(kind).name;
-  char digits[24];
-  const auto end = std::to_chars(digits, digits + sizeof digits, commands_.size()).ptr;
-  std::string name;
-  name.reserve(kind_name.size() + 1 + static_cast<std::size_t>(end - digits));
-  name.append(kind_name).append(1, '#').append(digits, end);
-  return name;
+  return default_name(kind, static_cast<std::uint32_t>(commands_.size()));
 }
 
 std::string Recording::next_label(CommandKind kind) const {
@@ -71,12 +63,14 @@ void Recording::require_nestable(CommandKind kind,
                                       return allocated(r.payload) != nullptr;
                                     });
     const std::string name = next_name(kind);
+    const std::string allocation =
+        body->command_name(static_cast<std::uint32_t>(alloc - body->commands_.begin()));
     throw Error(errc::unsupported,
                 "command buffer " + in_quotes(name_) + ": " + next_label(kind) + ": '" +
-                    body->name() + "' allocates transient memory (" + in_quotes(alloc->name) +
+                    body->name() + "' allocates transient memory (" + in_quotes(allocation) +
                     "); alloc() and free() belong to the command buffer that is compiled, not "
                     "to an executed buffer or a body (allocate there and use it inside)",
-                {name, alloc->name});
+                {name, allocation});
   }
   std::uint32_t depth = depth_;
   std::uint64_t expanded = expanded_ + 1 + joins_around(kind);
@@ -142,11 +136,10 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
     depth = std::max(depth, body->depth() + 1);
     expanded += body->expanded_size();
   }
-  std::string name = next_name(kind_of(payload));
   // Make room first: a failed allocation must not leave a command without its barrier edge.
   reserve_edges(1);
   const bool allocates = allocated(payload) != nullptr;
-  commands_.push_back({std::move(payload), std::move(name), {},
+  commands_.push_back({std::move(payload), {}, {},
                        static_cast<ArgumentStore::Slot>(arguments_->slot_count())});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
   allocations_ += allocates;
@@ -159,7 +152,7 @@ CommandRef Recording::add_barrier() {
   require_open("record");
   const auto index = static_cast<std::uint32_t>(commands_.size());
   reserve_edges((index - segment_begin_) + 1);
-  commands_.push_back({BarrierPayload{}, next_name(BarrierPayload::traits.kind), {},
+  commands_.push_back({BarrierPayload{}, {}, {},
                        static_cast<ArgumentStore::Slot>(arguments_->slot_count())});
   ++expanded_;
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
@@ -237,28 +230,27 @@ void Recording::set_programmatic_safe(std::uint32_t index) {
 
 void Recording::set_name(std::uint32_t index, std::string_view name) {
   require_open("rename commands");
-  // An empty name restores the default, so every command always has one.
-  commands_[index].name = name.empty() ? std::string(traits(kind_of(commands_[index].payload)).name) +
-                                             "#" + std::to_string(index)
-                                       : std::string(name);
+  // An empty name restores the default ("kind#index"), so every command always has one.
+  commands_[index].name = name;
 }
 
 void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
   require_open("declare access");
   const CommandKind kind = kind_of(commands_[index].payload);
-  const std::string& name = commands_[index].name;
+  // Named only when refused: a default name is made when asked for.
+  const auto name = [&] { return command_name(index); };
   if (!traits(kind).declares_access) {
     throw Error(errc::invalid_argument,
-                "command " + in_quotes(name) + " is a " + std::string(traits(kind).name) +
+                "command " + in_quotes(name()) + " is a " + std::string(traits(kind).name) +
                     ", which cannot declare access: copies and fills declare their memory "
                     "themselves, executed buffers their commands'",
-                {name});
+                {name()});
   }
   if (!d.data || d.bytes == 0) {
     throw Error(errc::invalid_argument,
-                "command " + in_quotes(name) + " declares that it " + verb(d.mode) + " " +
+                "command " + in_quotes(name()) + " declares that it " + verb(d.mode) + " " +
                     (d.data ? "an empty view" : "a null view") + "; declare the memory it touches",
-                {name});
+                {name()});
   }
   const auto begin = reinterpret_cast<std::uintptr_t>(d.data);
   if (any_live_transients()) {
@@ -266,10 +258,10 @@ void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
       const std::uint64_t owner = transient_owner(at);
       if (owner == 0 || owner == id_) continue;
       throw Error(errc::foreign_handle,
-                  "command " + in_quotes(name) + " declares that it " + verb(d.mode) +
+                  "command " + in_quotes(name()) + " declares that it " + verb(d.mode) +
                       " transient memory of another command buffer; transient memory is used "
                       "in the buffer that allocates it",
-                  {name});
+                  {name()});
     }
   }
   if (!d.label.empty() && !labels_) labels_ = std::make_shared<LabelStore>();

@@ -96,7 +96,9 @@ class Recording {
   void add_access(std::uint32_t index, const AccessDeclaration& access);
 
   /// The command's name: its own, or "kind#index".
-  const std::string& command_name(std::uint32_t index) const { return commands_[index].name; }
+  std::string command_name(std::uint32_t index) const {
+    return detail::command_name(commands_[index], index);
+  }
   /// The name the next command will get by default, for a command refused before it exists.
   std::string next_name(CommandKind kind) const;
   /// How errors name the next command: its default name and, within a record call that gave

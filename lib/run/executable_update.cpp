@@ -51,13 +51,13 @@ std::uint32_t locate(const ExecutableImpl& exe, detail::CommandRef ref, CommandK
 // handle is a frame's per-command cost, so nothing here allocates in the common case.
 class ExecutableSite final : public detail::UpdateSite {
  public:
-  ExecutableSite(ExecutableImpl& exe, std::uint32_t c)
-      : exe_(exe), c_(c), name_(exe.plan().name(c)) {}
+  ExecutableSite(ExecutableImpl& exe, std::uint32_t c) : exe_(exe), c_(c) {}
 
   const detail::ArgumentStore& values() const override { return exe_.arguments_for_update(); }
   void require(const std::string& problem) const override {
     if (problem.empty()) return;
-    throw Error(errc::invalid_argument, "update of command '" + name_ + "': " + problem, {name_});
+    throw Error(errc::invalid_argument, "update of command '" + name() + "': " + problem,
+                {name()});
   }
   void require_reachable(const detail::MemoryRange& range) const override {
     exe_.check_memory(c_, range);
@@ -67,7 +67,7 @@ class ExecutableSite final : public detail::UpdateSite {
   }
   void require_transient_fit(const void* data, std::size_t bytes) const override {
     exe_.check_transient_value(c_, data, bytes,
-                               [this] { return "update of command '" + name_ + "'"; });
+                               [this] { return "update of command '" + name() + "'"; });
   }
   void write(detail::ArgumentStore::Slot slot, const void* value) override {
     detail::ArgumentStore& args = exe_.arguments_for_update();
@@ -97,9 +97,9 @@ class ExecutableSite final : public detail::UpdateSite {
   }
   void refuse(const std::string& why, int cuda_status) const override {
     throw Error(errc::update_refused,
-                "executable '" + exe_.name() + "' cannot take the update of command '" + name_ +
+                "executable '" + exe_.name() + "' cannot take the update of command '" + name() +
                     "' in place: " + why,
-                {name_}, cuda_status);
+                {name()}, cuda_status);
   }
 
  private:
@@ -107,9 +107,11 @@ class ExecutableSite final : public detail::UpdateSite {
     detail::ArgumentStore::Slot slot;
     std::size_t at;  // where saved_ holds what the slot held before
   };
+  // Named only when refused: a default name is made when asked for.
+  std::string name() const { return exe_.plan().name(c_); }
+
   ExecutableImpl& exe_;
   std::uint32_t c_;
-  const std::string& name_;
   boost::container::small_vector<Written, 8> written_;
   boost::container::small_vector<std::byte, 256> saved_;
 };

@@ -54,9 +54,14 @@ class GraphBuilder::Site final : public GraphSite {
       : builder_(builder), plan_(plan), c_(c), args_(args), graph_(graph), deps_(deps),
         edges_(edges), priority_(priority), timed_(timed), before_(before),
         after_(std::move(before)) {
-    // Root commands are named by their own name: no string is made per node.
-    if (&plan != builder.root_) qualified_ = command_label(plan, c, *builder.root_);
-    name_ = qualified_.empty() ? std::string_view(plan.name(c)) : std::string_view(qualified_);
+    // A root command given a name is named by it: no string is made for its node.
+    const std::string& own = plan.command(c).name;
+    if (&plan != builder.root_) {
+      qualified_ = command_label(plan, c, *builder.root_);
+    } else if (own.empty()) {
+      qualified_ = plan.name(c);  // its default name
+    }
+    name_ = qualified_.empty() ? std::string_view(own) : std::string_view(qualified_);
   }
 
   const ArgumentStore& args() const override { return args_; }

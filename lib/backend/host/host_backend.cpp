@@ -124,7 +124,9 @@ bool same_labels(const HostProgram& previous, const Plan& was_root, const FlatPl
     if (a.command != b.command) return false;
     if (b.is_join()) continue;
     const bool top = b.plan == &root;
-    if ((a.plan == &was_root) != top || a.plan->name(a.command) != b.plan->name(b.command) ||
+    // The names as given (empty for the default, the same for one index): none is made.
+    if ((a.plan == &was_root) != top ||
+        a.plan->command(a.command).name != b.plan->command(b.command).name ||
         (!top && a.plan->buffer_name != b.plan->buffer_name)) {
       return false;
     }
