@@ -2,7 +2,9 @@
 // names of commands, made of it.
 #include "command/payloads.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 
 namespace cmdgraph {
 
@@ -14,18 +16,42 @@ const char* to_string(CommandKind kind) noexcept {
 
 namespace detail {
 
+namespace {
+
+// Room for the longest kind name, '#' and an index's ten digits.
+constexpr std::size_t longest_default_name = 48;
+static_assert(std::ranges::all_of(kind_table, [](const KindTraits& t) {
+  return t.name.size() + 1 + 10 <= longest_default_name;
+}));
+
+// Written whole, then appended at once: labelling a frame's tasks makes many of them.
+void append_default_name(std::string& out, CommandKind kind, std::uint32_t index) {
+  const std::string_view name = traits(kind).name;
+  char text[longest_default_name];
+  std::memcpy(text, name.data(), name.size());
+  text[name.size()] = '#';
+  const auto end = std::to_chars(text + name.size() + 1, text + sizeof text, index).ptr;
+  out.append(text, end);
+}
+
+}  // namespace
+
 std::string default_name(CommandKind kind, std::uint32_t index) {
-  const std::string_view kind_name = traits(kind).name;
-  char digits[16];
-  const auto end = std::to_chars(digits, digits + sizeof digits, index).ptr;
   std::string name;
-  name.reserve(kind_name.size() + 1 + static_cast<std::size_t>(end - digits));
-  name.append(kind_name).append(1, '#').append(digits, end);
+  append_default_name(name, kind, index);
   return name;
 }
 
 std::string command_name(const CommandRecord& record, std::uint32_t index) {
   return record.name.empty() ? default_name(kind_of(record.payload), index) : record.name;
+}
+
+void append_command_name(std::string& out, const CommandRecord& record, std::uint32_t index) {
+  if (record.name.empty()) {
+    append_default_name(out, kind_of(record.payload), index);
+  } else {
+    out += record.name;
+  }
 }
 
 }  // namespace detail

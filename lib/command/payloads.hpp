@@ -243,6 +243,8 @@ struct CommandRecord {
 std::string command_name(const CommandRecord& record, std::uint32_t index);
 /// The default name of command `index` of kind `kind`: "kind#index".
 std::string default_name(CommandKind kind, std::uint32_t index);
+/// Appends command_name(record, index) to `out`, making no string of its own.
+void append_command_name(std::string& out, const CommandRecord& record, std::uint32_t index);
 
 /// Appends what command `payload` touches by its nature (a copy's source and destination, a
 /// fill's destination) to `out`; nothing for other kinds.

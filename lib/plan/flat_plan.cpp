@@ -83,4 +83,22 @@ FlatPlan flatten(const Plan& root) {
   return flat;
 }
 
+TaskLabels::TaskLabels(std::span<const FlatTask> tasks, const Plan& root) {
+  at_.reserve(tasks.size());
+  text_.reserve(tasks.size() * 24);  // "parallel_for#1000" and its NUL, with room to spare
+  for (const FlatTask& t : tasks) {
+    at_.push_back(static_cast<std::uint32_t>(text_.size()));
+    if (t.is_join()) {
+      text_.append("join", 5);  // with its NUL
+      continue;
+    }
+    if (t.plan != &root) {
+      text_ += t.plan->buffer_name;
+      text_ += '/';
+    }
+    append_command_name(text_, t.plan->command(t.command), t.command);
+    text_ += '\0';
+  }
+}
+
 }  // namespace cmdgraph::detail

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace cmdgraph::detail {
@@ -37,5 +39,20 @@ struct FlatPlan {
 };
 
 FlatPlan flatten(const Plan& root);
+
+/// How errors, traces and NVTX name each task of a flat plan of an executable whose top plan
+/// is `root`: command_label, or "join". Packed in one buffer, each label NUL-terminated, so
+/// labelling a frame's tasks allocates no string per task.
+class TaskLabels {
+ public:
+  TaskLabels() = default;
+  /// The labels of `tasks` (of a FlatPlan, or of a conditional body's).
+  TaskLabels(std::span<const FlatTask> tasks, const Plan& root);
+  const char* operator[](std::size_t task) const noexcept { return text_.data() + at_[task]; }
+
+ private:
+  std::string text_;
+  std::vector<std::uint32_t> at_;  // per task: where its label starts in text_
+};
 
 }  // namespace cmdgraph::detail

@@ -111,9 +111,9 @@ void start_launch(std::shared_ptr<const HostProgram> program,
   }
 }
 
-// Whether `previous` (of an executable whose top plan was `was_root`) names its tasks as
-// `flat`'s (of top plan `root`) would be: the same commands with the same names. A frame
-// re-recorded with new values keeps its labels.
+// Whether the labels of `previous` (of an executable whose top plan was `was_root`) name the
+// tasks of `flat` (of top plan `root`): the same commands with the same names, as a frame
+// re-recorded with new values has.
 bool same_labels(const HostProgram& previous, const Plan& was_root, const FlatPlan& flat,
                  const Plan& root) {
   const std::vector<FlatTask>& was = previous.flat.tasks;
@@ -134,26 +134,16 @@ bool same_labels(const HostProgram& previous, const Plan& was_root, const FlatPl
   return true;
 }
 
-std::shared_ptr<const std::vector<std::string>> labels_of(const FlatPlan& flat,
-                                                          const Plan& root) {
-  auto names = std::make_shared<std::vector<std::string>>();
-  names->reserve(flat.tasks.size());
-  for (const FlatTask& t : flat.tasks) {
-    names->push_back(t.is_join() ? std::string("join") : command_label(*t.plan, t.command, root));
-  }
-  return names;
-}
-
-// What a program is made with: the executable's top plan and the clamps' reports, and the
-// program of the plan it replaces, if any, whose labels it may keep.
+// What a program is made with: the executable's top plan, the clamps' reports, and the top
+// plan of the program it replaces (null for none), whose labels it may keep.
 struct ProgramSite {
   const Plan& root;
   std::shared_ptr<const DispatchReports> reports;
-  const Plan* was_root = nullptr;
+  const Plan* was_root;
 };
 
-// The program of `plan` (`previous`: the one it replaces, or null), its commands named as
-// parts of `site.root`, with one for each body of each conditional command.
+// The program of `plan`, its commands named as parts of `site.root`, with one for each body
+// of each conditional command; `previous`: the program it replaces, or null.
 std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan,
                                               const ProgramSite& site,
                                               const HostProgram* previous) {
@@ -161,7 +151,8 @@ std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan,
   program->reports = site.reports;
   program->flat = flatten(*plan);
   const bool keep = previous && same_labels(*previous, *site.was_root, program->flat, site.root);
-  program->names = keep ? previous->names : labels_of(program->flat, site.root);
+  program->labels = keep ? previous->labels
+                         : std::make_shared<const TaskLabels>(program->flat.tasks, site.root);
   const std::size_t n = program->flat.tasks.size();
   program->bodies.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -170,17 +161,17 @@ std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan,
     if (t.is_join()) continue;
     const auto bodies = t.plan->bodies_of(t.command);
     for (std::size_t b = 0; b < bodies.size(); ++b) {
-      const HostProgram* was = keep && b < previous->bodies[i].size()
-                                   ? previous->bodies[i][b].get()
-                                   : nullptr;
-      program->bodies[i].push_back(program_of(bodies[b], site, was));
+      // A conditional may have gained a body (another structure): that one is labelled anew.
+      const bool had = keep && b < previous->bodies[i].size();
+      program->bodies[i].push_back(
+          program_of(bodies[b], site, had ? previous->bodies[i][b].get() : nullptr));
     }
   }
   program->plan = std::move(plan);
   return program;
 }
 
-// The program of `plan`; `previous`, the program of the plan it replaces (or null).
+// The program of `plan`; `previous`: the program of the plan it replaces, or null.
 std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan, bool portable,
                                                 const HostProgram* previous = nullptr) {
   check_runs_on_host(*plan, portable);

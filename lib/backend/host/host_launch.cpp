@@ -77,7 +77,7 @@ void HostLaunch::run(std::uint32_t task) {
     {
       // Closed before completing: the last completion ends the launch, and nothing of it may
       // outlast the fence it signals.
-      const NvtxRange range((*program_->names)[task]);
+      const NvtxRange range((*program_->labels)[task]);
       if (skip) {
         end_skipped_record(task);
       } else {
@@ -266,7 +266,7 @@ std::uint32_t HostLaunch::complete(std::uint32_t task, bool failed) {
 }
 
 void HostLaunch::fail(std::uint32_t task, const char* what_ran) {
-  keep_first_error(task_failure(what_ran, (*program_->names)[task]));
+  keep_first_error(task_failure(what_ran, (*program_->labels)[task]));
 }
 
 void HostLaunch::keep_first_error(std::exception_ptr error) {

@@ -29,9 +29,9 @@ namespace cmdgraph::detail {
 struct HostProgram {
   std::shared_ptr<const Plan> plan;
   FlatPlan flat;
-  // Per task: how errors, traces and NVTX name it; shared with the program of the plan before
-  // an update when they name the same (host_backend.cpp).
-  std::shared_ptr<const std::vector<std::string>> names;
+  // Per task: how errors, traces and NVTX name it; shared with the program it replaced when
+  // they name the same.
+  std::shared_ptr<const TaskLabels> labels;
   // Per task: the bodies of a conditional command, run as its condition decides.
   std::vector<std::vector<std::shared_ptr<const HostProgram>>> bodies;
   // The clamps of the indirect commands, one set shared by the root and its bodies.
