@@ -2,8 +2,6 @@
 // names of commands, made of it.
 #include "command/payloads.hpp"
 
-#include <algorithm>
-#include <charconv>
 #include <cstring>
 
 namespace cmdgraph {
@@ -15,43 +13,50 @@ const char* to_string(CommandKind kind) noexcept {
 }
 
 namespace detail {
-
 namespace {
 
-// Room for the longest kind name, '#' and an index's ten digits.
-constexpr std::size_t longest_default_name = 48;
-static_assert(std::ranges::all_of(kind_table, [](const KindTraits& t) {
-  return t.name.size() + 1 + 10 <= longest_default_name;
-}));
+// The digits of `index` in decimal.
+std::size_t digits_of(std::uint32_t index) noexcept {
+  std::size_t digits = 1;
+  for (std::uint64_t bound = 10; index >= bound && digits < 10; bound *= 10) ++digits;
+  return digits;
+}
 
-// Written whole, then appended at once: labelling a frame's tasks makes many of them.
-void append_default_name(std::string& out, CommandKind kind, std::uint32_t index) {
+std::size_t default_name_size(CommandKind kind, std::uint32_t index) noexcept {
+  return traits(kind).name.size() + 1 + digits_of(index);
+}
+
+char* write_default_name(char* out, CommandKind kind, std::uint32_t index) noexcept {
   const std::string_view name = traits(kind).name;
-  char text[longest_default_name];
-  std::memcpy(text, name.data(), name.size());
-  text[name.size()] = '#';
-  const auto end = std::to_chars(text + name.size() + 1, text + sizeof text, index).ptr;
-  out.append(text, end);
+  std::memcpy(out, name.data(), name.size());
+  out += name.size();
+  *out++ = '#';
+  char* const end = out + digits_of(index);
+  for (char* at = end; at != out; index /= 10) *--at = static_cast<char>('0' + index % 10);
+  return end;
 }
 
 }  // namespace
 
+std::size_t command_name_size(const CommandRecord& record, std::uint32_t index) noexcept {
+  return record.name.empty() ? default_name_size(kind_of(record.payload), index)
+                             : record.name.size();
+}
+
+char* write_command_name(char* out, const CommandRecord& record, std::uint32_t index) noexcept {
+  if (record.name.empty()) return write_default_name(out, kind_of(record.payload), index);
+  std::memcpy(out, record.name.data(), record.name.size());
+  return out + record.name.size();
+}
+
 std::string default_name(CommandKind kind, std::uint32_t index) {
-  std::string name;
-  append_default_name(name, kind, index);
+  std::string name(default_name_size(kind, index), '\0');
+  write_default_name(name.data(), kind, index);
   return name;
 }
 
 std::string command_name(const CommandRecord& record, std::uint32_t index) {
   return record.name.empty() ? default_name(kind_of(record.payload), index) : record.name;
-}
-
-void append_command_name(std::string& out, const CommandRecord& record, std::uint32_t index) {
-  if (record.name.empty()) {
-    append_default_name(out, kind_of(record.payload), index);
-  } else {
-    out += record.name;
-  }
 }
 
 }  // namespace detail

@@ -243,8 +243,10 @@ struct CommandRecord {
 std::string command_name(const CommandRecord& record, std::uint32_t index);
 /// The default name of command `index` of kind `kind`: "kind#index".
 std::string default_name(CommandKind kind, std::uint32_t index);
-/// Appends command_name(record, index) to `out`, making no string of its own.
-void append_command_name(std::string& out, const CommandRecord& record, std::uint32_t index);
+/// The characters of command_name(record, index), and that name written at `out` (no NUL)
+/// returning its end: for writing many names with no string of their own.
+std::size_t command_name_size(const CommandRecord& record, std::uint32_t index) noexcept;
+char* write_command_name(char* out, const CommandRecord& record, std::uint32_t index) noexcept;
 
 /// Appends what command `payload` touches by its nature (a copy's source and destination, a
 /// fill's destination) to `out`; nothing for other kinds.

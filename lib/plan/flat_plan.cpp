@@ -1,6 +1,8 @@
 // flatten: expands executed buffers between join tasks, keeping a topological task order.
 #include "plan/flat_plan.hpp"
 
+#include <algorithm>
+#include <string_view>
 #include <utility>
 
 namespace cmdgraph::detail {
@@ -84,20 +86,32 @@ FlatPlan flatten(const Plan& root) {
 }
 
 TaskLabels::TaskLabels(std::span<const FlatTask> tasks, const Plan& root) {
+  // Sized first, then written in place: no string is made per label.
+  static constexpr std::string_view join = "join";
   at_.reserve(tasks.size());
-  text_.reserve(tasks.size() * 24);  // "parallel_for#1000" and its NUL, with room to spare
+  std::size_t size = 0;
   for (const FlatTask& t : tasks) {
-    at_.push_back(static_cast<std::uint32_t>(text_.size()));
+    at_.push_back(static_cast<std::uint32_t>(size));
     if (t.is_join()) {
-      text_.append("join", 5);  // with its NUL
-      continue;
+      size += join.size() + 1;
+    } else {
+      if (t.plan != &root) size += t.plan->buffer_name.size() + 1;
+      size += command_name_size(t.plan->command(t.command), t.command) + 1;
     }
-    if (t.plan != &root) {
-      text_ += t.plan->buffer_name;
-      text_ += '/';
+  }
+  text_.resize(size);
+  char* out = text_.data();
+  for (const FlatTask& t : tasks) {
+    if (t.is_join()) {
+      out = std::copy(join.begin(), join.end(), out);
+    } else {
+      if (t.plan != &root) {
+        out = std::copy(t.plan->buffer_name.begin(), t.plan->buffer_name.end(), out);
+        *out++ = '/';
+      }
+      out = write_command_name(out, t.plan->command(t.command), t.command);
     }
-    append_command_name(text_, t.plan->command(t.command), t.command);
-    text_ += '\0';
+    *out++ = '\0';
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 using namespace cmdgraph;
 
@@ -54,6 +55,43 @@ TEST_CASE("record.names.default_and_custom" * doctest::timeout(10)) {
   CHECK(c.name() == "copy#2");
   CHECK(cmd.size() == 3);
   CHECK(cmd.name() == "step");
+}
+
+TEST_CASE("record.names.made_when_asked_for" * doctest::timeout(30)) {
+  // Default names are made from the kind and the index when asked for: every number of
+  // digits, a name taken back by named(""), and the labels a host failure reports (the top
+  // level's own, an executed buffer's prefixed) all say "kind#index".
+  CommandBuffer cmd("many");
+  std::vector<Command> commands;
+  for (int i = 0; i < 1001; ++i) commands.push_back(cmd.host([] {}));
+  CHECK(commands[0].name() == "host#0");
+  CHECK(commands[9].name() == "host#9");
+  CHECK(commands[10].name() == "host#10");
+  CHECK(commands[99].name() == "host#99");
+  CHECK(commands[100].name() == "host#100");
+  CHECK(commands[1000].name() == "host#1000");
+  commands[10].named("ten");
+  CHECK(commands[10].name() == "ten");
+  commands[10].named("");
+  CHECK(commands[10].name() == "host#10");
+
+  for (const bool in_pass : {true, false}) {
+    CommandBuffer pass("pass"), frame("frame");
+    for (int i = 0; i < 12; ++i) pass.host([] {});
+    pass.host([in_pass] {
+      if (in_pass) throw std::runtime_error("no");
+    });
+    frame.host([] {});
+    frame.execute(pass);
+    frame.host([in_pass] {
+      if (!in_pass) throw std::runtime_error("no");
+    });
+    Executable exe = compile(frame, Device::host());
+    Queue q(Device::host());
+    auto e = CMDGRAPH_EXPECT_ERROR(exe.launch(q).wait(), errc::host_task_failed);
+    REQUIRE(e);
+    CHECK(e->commands() == std::vector<std::string>{in_pass ? "pass/host#12" : "host#2"});
+  }
 }
 
 TEST_CASE("record.launch.arguments_converted_and_copied" * doctest::timeout(10)) {
