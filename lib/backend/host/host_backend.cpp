@@ -171,10 +171,10 @@ std::shared_ptr<const HostProgram> program_of(std::shared_ptr<const Plan> plan,
   return program;
 }
 
-// The program of `plan`; `previous`: the program of the plan it replaces, or null.
-std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan, bool portable,
+// The program of `plan`, which runs on the host (check_runs_on_host); `previous`: the program
+// of the plan it replaces, or null.
+std::shared_ptr<const HostProgram> make_program(std::shared_ptr<const Plan> plan,
                                                 const HostProgram* previous = nullptr) {
-  check_runs_on_host(*plan, portable);
   const Plan& root = *plan;
   auto reports = std::make_shared<const DispatchReports>(root, [](std::size_t bytes) {
     return std::shared_ptr<void>(allocate(MemorySpace::host, -1, bytes),
@@ -233,7 +233,7 @@ class HostExecutable final : public ExecutableImpl {
 
   std::unique_ptr<ExecutableImpl> clone() const override {
     // A program of its own: its indirect commands report their own clamps.
-    auto copy = std::make_unique<HostExecutable>(make_program(shared_plan(), portable_),
+    auto copy = std::make_unique<HostExecutable>(make_program(shared_plan()),
                                                  stats_for_clone(), profile_every(), portable_);
     std::lock_guard lock(mutex_);
     // Its own arena, with the values (updates included) pointing there.
@@ -266,7 +266,7 @@ class HostExecutable final : public ExecutableImpl {
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
                     const UpdateOptions&) override {
-    auto program = make_program(plan, portable_, program_.get());
+    auto program = make_program(plan, program_.get());  // update_from checked it
     std::lock_guard lock(mutex_);
     // A fresh arena: launches in flight keep the old one through the stores they hold.
     place_transients(*plan, plan->values, TransientBinding(*plan));
@@ -313,7 +313,8 @@ class HostExecutable final : public ExecutableImpl {
 std::unique_ptr<ExecutableImpl> lower_to_host(std::shared_ptr<const Plan> plan,
                                               const CompileOptions& options, ExecutableStats stats) {
   stats.backend = Backend::host;
-  return std::make_unique<HostExecutable>(make_program(std::move(plan), options.portable),
+  check_runs_on_host(*plan, options.portable);
+  return std::make_unique<HostExecutable>(make_program(std::move(plan)),
                                           std::move(stats), options.profile_every,
                                           options.portable);
 }
