@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace cmdgraph::detail {
 namespace {
@@ -102,12 +103,15 @@ bool same_but_values(const CommandRecord& was, const CommandRecord& is) {
          equal_but_bodies(was.payload, is.payload);
 }
 
+// The pairs of bodies compared so far: the plan the executable ran, the plan run now. One
+// body may run where two different ones ran, so a body is known by both.
+using Compared = std::set<std::pair<const Plan*, const Plan*>>;
+
 // The commands of body `now` (of the structure of `before`, which the executable ran) whose
-// values differ from before's, and those of its bodies, each body counted once (`seen`);
+// values differ from before's, and those of its bodies, each pair compared once (`seen`);
 // nullopt when one differs in more than values.
-std::optional<std::size_t> body_changes(const Plan& before, const Plan& now,
-                                        std::set<const Plan*>& seen) {
-  if (&before == &now || !seen.insert(&now).second) return 0;
+std::optional<std::size_t> body_changes(const Plan& before, const Plan& now, Compared& seen) {
+  if (&before == &now || !seen.emplace(&before, &now).second) return 0;
   if (!before.memory.list.empty() || !now.memory.list.empty() ||
       before.buffer_name != now.buffer_name) {
     return std::nullopt;
@@ -135,7 +139,7 @@ std::optional<ValueChanges> changed_values(const Plan& before, const ArgumentSto
     return std::nullopt;
   }
   ValueChanges changes;
-  std::set<const Plan*> seen;
+  Compared seen;
   for (std::uint32_t c = 0; c < now.size(); ++c) {
     if (!same_but_values(before.command(c), now.command(c))) return std::nullopt;
     for (std::size_t b = 0; b < now.bodies_of(c).size(); ++b) {

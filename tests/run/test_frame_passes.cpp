@@ -201,6 +201,38 @@ TEST_CASE("frame_passes.a_pass_executed_twice_counts_once" * doctest::timeout(60
   }
 }
 
+TEST_CASE("frame_passes.one_pass_run_where_two_ran_is_compared_with_each" *
+          doctest::timeout(60)) {
+  // Two passes that wrote 1 then 2 become one pass run twice writing 1: the second run's
+  // value changed though the first's did not. The top-level fill's new count sends the frame
+  // through a whole plan, whose comparison must still see the second run's new value.
+  CMDGRAPH_EACH_BACKEND(on) {
+    HostBuffer<int> data(4), top(4);
+    CommandBuffer first("pass"), second("pass"), primary("frame");
+    first.fill(data, 1, 4).named("fill");
+    second.fill(data, 2, 4).named("fill");
+    primary.fill(top, 9, 4).named("top");
+    auto a = primary.execute(first).named("a");
+    primary.execute(second).named("b").after(a);
+    Executable exe = compile(primary, on.device, on.options());
+    Queue q(on.device);
+    exe.launch(q).wait();
+    REQUIRE(data[3] == 2);
+
+    CommandBuffer same("pass"), next("frame");
+    same.fill(data, 1, 4).named("fill");
+    next.fill(top.subview(0, 3), 9, 3).named("top");
+    auto again = next.execute(same).named("a");
+    next.execute(same).named("b").after(again);
+    const UpdateResult r = exe.update(next);
+    CHECK_FALSE(r.reinstantiated);
+    CHECK(r.commands_changed == 2);  // the top fill, and the fill the second run runs
+    data[3] = -7;
+    exe.launch(q).wait();
+    CHECK(data[3] == 1);
+  }
+}
+
 TEST_CASE("frame_passes.a_conditional_body_with_new_values_counts_its_commands" *
           doctest::timeout(60)) {
   // Host only: the condition is compiled for the host alone here.
