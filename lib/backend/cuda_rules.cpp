@@ -27,7 +27,7 @@ std::optional<CudaRuleBreach> breach_in(const Plan& plan, const Plan& root, With
     if (within.executed && t.conditional) {
       return CudaRuleBreach{
           command_label(plan, c, root),
-          "a " + std::string(t.name) + " inside an executed buffer is not supported on CUDA "
+          t.with_article() + " inside an executed buffer is not supported on CUDA "
           "devices (CUDA cannot clone a conditional node into a child graph); record it in the "
           "buffer that executes it"};
     }

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace cmdgraph::detail {
@@ -38,6 +39,12 @@ struct KindTraits {
                                   ///< kinds touch their own device's and host memory only
   bool pinned_or_device = false;  ///< touches only memory a GPU reaches directly, device or
                                   ///< pinned, never pageable (a memory operation)
+
+  /// The name with its article, for messages: "a host", "an indirect".
+  std::string with_article() const {
+    const bool vowel = std::string_view("aeiou").find(name.front()) != std::string_view::npos;
+    return (vowel ? "an " : "a ") + std::string(name);
+  }
 };
 
 }  // namespace cmdgraph::detail

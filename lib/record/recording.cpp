@@ -180,7 +180,7 @@ void Recording::require_programmatic(std::uint32_t parent, std::uint32_t child) 
     throw Error(errc::invalid_argument,
                 "command buffer " + in_quotes(name_) + ": the programmatic edge " +
                     in_quotes(command_name(parent)) + " -> " + in_quotes(command_name(child)) +
-                    " joins " + in_quotes(command_name(c)) + ", a " + std::string(t.name) +
+                    " joins " + in_quotes(command_name(c)) + ", " + t.with_article() +
                     "; programmatic edges join kernels (launch, parallel_for)",
                 {command_name(parent), command_name(child)});
   }

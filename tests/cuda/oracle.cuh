@@ -18,6 +18,7 @@ namespace cmdgraph::testing {
 
 struct Recorded {
   std::vector<std::uint32_t> elements;
+  std::size_t clamped = 0;  // indirect vertices whose count exceeds their limit
 };
 
 // Orders the DAG's edge e = (p, k) without an edge: cell e of `cells` is touched by p then
@@ -36,11 +37,14 @@ inline void declare_edges(std::vector<Command>& c, const Dag& dag, View<int> cel
   }
 }
 
-// Vertex v is a raw kernel launch (every 4th, unless `portable`), a 300-element parallel_for
-// (every 3rd), a parallel_for_indirect of at most 300 elements reading its count from
-// `counts[v]` (every 11th, when `counts` is not empty: write_counts fills it) or a one-element
-// parallel_for. Edges are recorded, or declared as access to `cells` when it is not empty
-// (declare_edges). `costs`: each vertex's cost() when not empty.
+/// What write_counts writes for vertex v: 300, or 500 (clamped to 300) for odd ones.
+inline std::uint32_t write_counts_asks(std::size_t v) { return v % 2 == 0 ? 300 : 500; }
+
+// Vertex v is a parallel_for_indirect of at most 300 elements reading its count from
+// `counts[v]` (every 11th, when `counts` is not empty: write_counts fills it), a raw kernel
+// launch (every 4th of the others, unless `portable`), a 300-element parallel_for (every 3rd
+// of the others) or a one-element parallel_for. Edges are recorded, or declared as access to
+// `cells` when it is not empty (declare_edges). `costs`: each vertex's cost() when not empty.
 inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
                            const std::function<TicketBoard(std::uint32_t)>& board_for,
                            bool portable, View<int> cells = {},
@@ -49,10 +53,11 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
                            View<std::uint32_t> counts = {}) {
   Recorded r;
   r.elements.assign(dag.size, 1);
-  auto is_kernel = [&](std::size_t v) { return !portable && v % 4 == 1; };
   auto is_indirect = [&](std::size_t v) { return counts.size() > 0 && v % 11 == 4; };
+  auto is_kernel = [&](std::size_t v) { return !portable && v % 4 == 1 && !is_indirect(v); };
   for (std::size_t v = 0; v < dag.size; ++v) {
     if ((v % 3 == 2 && !is_kernel(v)) || is_indirect(v)) r.elements[v] = 300;
+    if (is_indirect(v) && write_counts_asks(v) > 300) ++r.clamped;
   }
   std::uint32_t per_launch = 0;
   for (auto e : r.elements) per_launch += e;
@@ -61,10 +66,10 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
   c.reserve(dag.size);
   for (std::uint32_t v = 0; v < dag.size; ++v) {
     const Ticket t{board, v};
-    if (is_kernel(v)) {
-      c.push_back(cmd.launch(&ticket_kernel, LaunchConfig{{1}, {1}}, t));
-    } else if (is_indirect(v)) {
+    if (is_indirect(v)) {
       c.push_back(cmd.parallel_for_indirect(counts.subview(v, 1), 300, t));
+    } else if (is_kernel(v)) {
+      c.push_back(cmd.launch(&ticket_kernel, LaunchConfig{{1}, {1}}, t));
     } else {
       c.push_back(cmd.parallel_for(r.elements[v], t));
     }
@@ -78,11 +83,11 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
   return r;
 }
 
-/// The counts record_dag's indirect vertices read: 300, or 500 (clamped to 300) for odd ones.
+/// The counts record_dag's indirect vertices read (write_counts_asks).
 inline Buffer<std::uint32_t> write_counts(Device gpu, std::size_t vertices) {
   Buffer<std::uint32_t> counts(gpu, vertices);
   std::vector<std::uint32_t> values(vertices);
-  for (std::size_t v = 0; v < vertices; ++v) values[v] = v % 2 == 0 ? 300 : 500;
+  for (std::size_t v = 0; v < vertices; ++v) values[v] = write_counts_asks(v);
   TEST_CUDA(cudaMemcpy(counts.data(), values.data(), vertices * 4, cudaMemcpyHostToDevice));
   TEST_CUDA(cudaDeviceSynchronize());
   return counts;
@@ -100,6 +105,9 @@ inline std::string run_on_gpu(const Dag& dag, Backend backend, unsigned max_stre
                               ExecutableStats* stats = nullptr,
                               GraphShape shape = GraphShape::automatic(),
                               std::span<const std::chrono::nanoseconds> costs = {}) {
+  // Indirect vertices with raw kernels, unless the edges are programmatic: those join kernels
+  // alone (plan.programmatic.edges_join_kernels_only).
+  const bool indirect = !portable && kind == EdgeKind::full;
   DeviceBoard board(gpu, dag.size * launches);
   const Buffer<int> cells(gpu, std::max<std::size_t>(inferred ? dag.edges.size() : 0, 1));
   const Buffer<std::uint32_t> counts = write_counts(gpu, dag.size);
@@ -107,7 +115,7 @@ inline std::string run_on_gpu(const Dag& dag, Backend backend, unsigned max_stre
   const Recorded r = record_dag(cmd, dag, [&](std::uint32_t per) {
     return board.board(static_cast<std::uint32_t>(dag.size), per, launches);
   }, portable, inferred ? cells.view() : View<int>{}, kind, costs,
-     portable ? View<std::uint32_t>{} : counts.view());
+     indirect ? counts.view() : View<std::uint32_t>{});
   Executable exe = compile(cmd, gpu, {.backend = backend, .max_streams = max_streams,
                                       .hazards = inferred ? Hazards::infer : Hazards::automatic,
                                       .shape = shape});
@@ -125,12 +133,10 @@ inline std::string run_on_gpu(const Dag& dag, Backend backend, unsigned max_stre
   if (out) *out = obs;
   std::string wrong = check_order(dag, obs, launches, r.elements);
   // The odd indirect vertices asked for 500 in every launch: each clamped, and only those.
-  std::size_t odd = 0;
-  for (std::size_t v = 4; v < dag.size && !portable; v += 11) odd += v % 2;
   const auto clamped = exe.clamped_dispatches();
-  if (wrong.empty() && clamped.size() != odd) {
+  if (wrong.empty() && clamped.size() != r.clamped) {
     wrong = std::to_string(clamped.size()) + " indirect commands clamped, expected " +
-            std::to_string(odd);
+            std::to_string(r.clamped);
   }
   for (const ClampedDispatch& d : clamped) {
     if (wrong.empty() && (d.times != launches || d.largest != 500)) {

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 using namespace cmdgraph;
@@ -113,6 +114,96 @@ TEST_CASE("cuda.indirect.count_written_by_a_kernel_of_the_same_launch" * doctest
     REQUIRE(clamped.size() == 1);
     CHECK(clamped[0].times == 2);
     CHECK(clamped[0].largest == 199'999u);
+  }
+}
+
+namespace {
+
+// Adds 1 at out[base + i]. The wide form pads the functor to the oracle's ticket functor's 56
+// bytes, so that the count parameter the dispatcher sets lies further in.
+struct MarkAt {
+  int* out;
+  std::size_t base;
+  __host__ __device__ void operator()(std::size_t i) const { out[base + i] += 1; }
+};
+struct WideMarkAt {
+  int* out;
+  std::size_t base;
+  unsigned char pad[36];
+  __host__ __device__ void operator()(std::size_t i) const { out[base + i] += 1; }
+};
+
+// What each of `commands` segments of `segment` items holds: "items at `launches`, items at 0,
+// other values" per segment.
+std::string segments(const std::vector<int>& v, int commands, int segment, int launches) {
+  std::string s;
+  for (int k = 0; k < commands; ++k) {
+    int full = 0, zero = 0, other = 0;
+    for (int i = 0; i < segment; ++i) {
+      const int x = v[static_cast<std::size_t>(k * segment + i)];
+      (x == launches ? full : x == 0 ? zero : other) += 1;
+    }
+    s += "[" + std::to_string(full) + " " + std::to_string(zero) + " " + std::to_string(other) +
+         "]";
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("cuda.indirect.several_commands_launched_back_to_back" * doctest::timeout(120)) {
+  // Four indirect commands (as a chain or side by side) read 300 and 500 in turns, at most 300
+  // each; launched three times before one wait or with a wait after each, with a small and a
+  // wide functor: each command runs its first 300 items once a launch, whatever the others do.
+  const Device gpu = Device::cuda(0);
+  constexpr int segment = 512, most = 300, launches = 3;
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    for (int commands : {1, 4}) {
+      for (bool chained : {true, false}) {
+        for (bool wide : {false, true}) {
+          for (bool waited : {false, true}) {
+            CAPTURE(commands);
+            CAPTURE(chained);
+            CAPTURE(wide);
+            CAPTURE(waited);
+            Buffer<int> out(gpu, static_cast<std::size_t>(commands * segment));
+            Buffer<std::uint32_t> counts(gpu, static_cast<std::size_t>(commands));
+            std::vector<std::uint32_t> asked(static_cast<std::size_t>(commands));
+            for (int k = 0; k < commands; ++k) {
+              asked[static_cast<std::size_t>(k)] = k % 2 ? 500 : 300;
+            }
+            TEST_CUDA(cudaMemcpy(counts.data(), asked.data(), asked.size() * 4,
+                                 cudaMemcpyHostToDevice));
+            write_ints(out, std::vector<int>(out.size(), 0));
+            CommandBuffer cmd("several");
+            std::vector<Command> c;
+            for (int k = 0; k < commands; ++k) {
+              const std::size_t base = static_cast<std::size_t>(k * segment);
+              const auto count = counts.subview(static_cast<std::size_t>(k), 1);
+              c.push_back(wide ? cmd.parallel_for_indirect(count, most,
+                                                           WideMarkAt{out.data(), base, {}})
+                               : cmd.parallel_for_indirect(count, most,
+                                                           MarkAt{out.data(), base}));
+              if (chained && k > 0) c.back().after(c[static_cast<std::size_t>(k - 1)]);
+            }
+            Executable exe = compile(cmd, gpu, {.backend = backend});
+            Queue q(gpu);
+            for (int l = 0; l < launches; ++l) {
+              exe.launch(q);
+              if (waited) q.wait();
+            }
+            q.wait();
+            const std::vector<int> got = read_ints(out);
+            std::string want;
+            for (int k = 0; k < commands; ++k) {
+              want += "[" + std::to_string(most) + " " + std::to_string(segment - most) + " 0]";
+            }
+            CHECK(segments(got, commands, segment, launches) == want);
+            CHECK(exe.clamped_dispatches().size() == static_cast<std::size_t>(commands / 2));
+          }
+        }
+      }
+    }
   }
 }
 

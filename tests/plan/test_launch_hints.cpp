@@ -66,6 +66,14 @@ TEST_CASE("plan.programmatic.edges_join_kernels_only" * doctest::timeout(10)) {
   // A refused call records nothing, of either kind.
   CHECK(detail::recording_of(cmd)->programmatic_edges().empty());
   CHECK(detail::recording_of(cmd)->edges().empty());
+  // An indirect command's dispatcher reads its count before its kernel runs: no early launch.
+  HostBuffer<std::uint32_t> count(1);
+  auto sized = cmd.parallel_for_indirect(count, 8, Nothing{}).named("sized");
+  e = CMDGRAPH_EXPECT_ERROR(sized.after(scale, EdgeKind::programmatic), errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(std::string(e->what()) ==
+        "command buffer 'pdl': the programmatic edge 'scale' -> 'sized' joins 'sized', an "
+        "indirect; programmatic edges join kernels (launch, parallel_for)");
 }
 
 TEST_CASE("plan.programmatic.kinds_survive_reduction" * doctest::timeout(10)) {
