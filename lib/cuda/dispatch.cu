@@ -6,10 +6,14 @@
 namespace cmdgraph::detail::cuda {
 namespace {
 
-__device__ void note(unsigned long long* report, unsigned long long asked, bool clamped) {
-  if (clamped) ++report[0];
+// Counts a run that asked for more than the command's limit. A run within it touches no
+// report: reports lie in host memory, a trip over the bus for the device, and every run that
+// asks more than the limit is clamped, so the most a clamped run asked is the most any run
+// asked. No fence: the host reads reports after waiting for the launch, which ends with every
+// write of its kernels visible.
+__device__ void note_clamped(unsigned long long* report, unsigned long long asked) {
+  ++report[0];
   if (asked > report[1]) report[1] = asked;
-  __threadfence_system();  // the host reads the report from pinned memory after its wait
 }
 
 // Runs the node with `grid`, or not at all when it has no block. Enabling again every run:
@@ -24,9 +28,9 @@ __global__ void dispatch_grid(cudaGraphDeviceNode_t node, const unsigned* source
                               unsigned long long* report) {
   const dim3 asked(source[0], source[1], source[2]);
   const dim3 grid(min(asked.x, limit.x), min(asked.y, limit.y), min(asked.z, limit.z));
-  note(report,
-       static_cast<unsigned long long>(asked.x) * asked.y * asked.z,
-       grid.x != asked.x || grid.y != asked.y || grid.z != asked.z);
+  if (grid.x != asked.x || grid.y != asked.y || grid.z != asked.z) {
+    note_clamped(report, static_cast<unsigned long long>(asked.x) * asked.y * asked.z);
+  }
   size_node(node, grid);
 }
 
@@ -36,7 +40,7 @@ __global__ void dispatch_count(cudaGraphDeviceNode_t node, const void* source, C
                                        ? *static_cast<const unsigned long long*>(source)
                                        : *static_cast<const unsigned*>(source);
   const unsigned long long count = min(asked, how.max_count);
-  note(report, asked, count != asked);
+  if (count != asked) note_clamped(report, asked);
   const unsigned long long needed = (count + how.block - 1) / how.block;
   size_node(node, dim3(static_cast<unsigned>(min(needed, static_cast<unsigned long long>(
                                                           how.max_blocks)))));

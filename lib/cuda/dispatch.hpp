@@ -24,9 +24,9 @@ struct CountDispatch {
 };
 
 // Each dispatcher reports to two words in memory both the device and the host reach
-// (backend/dispatch_reports.hpp lays them out): report[0] counts the runs whose source asked
-// for more than the command's limit, report[1] is the most any run asked for (blocks for a
-// grid, x * y * z; items for a count).
+// (backend/dispatch_reports.hpp lays them out), and only for a run whose source asked for
+// more than the command's limit: report[0] counts those runs, report[1] is the most one asked
+// for (blocks for a grid, x * y * z; items for a count).
 
 /// The host stub of `__global__ void (cudaGraphDeviceNode_t node, const unsigned* grid, dim3
 /// limit, unsigned long long* report)`: sets `node`'s grid to grid[0..2] clamped to `limit`,
