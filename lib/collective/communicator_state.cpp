@@ -18,7 +18,10 @@ CommunicatorState::CommunicatorState(NativeCommunicator comm, bool owned, int de
 CommunicatorState::~CommunicatorState() {
   // Every executable that used it has waited for its launches before letting go of it, and
   // whatever holds a graph that captured it holds this state too, for longer than the graph:
-  // ncclCommDestroy waits for every such graph to be destroyed.
+  // ncclCommDestroy (and an abort under way) waits for every such graph to be destroyed, so
+  // neither waits long here. An abort is joined rather than left running: a process that ends
+  // under it tears NCCL and CUDA down beneath its thread.
+  if (aborting_.joinable()) aborting_.join();
   if (owned_ && comm_) cuda::nccl::destroy(comm_);
 }
 
@@ -100,11 +103,12 @@ void CommunicatorState::abort_locked(CommunicatorFailure failure) noexcept {
   // ncclCommAbort first raises the flag that ends the communicator's kernels, so the launches
   // waited on finish; then it blocks until every CUDA graph that captured the communicator is
   // destroyed, and frees it (a view's too: NCCL has no way to end the kernels and keep it).
-  // Those graphs belong to executables that may live on, so it runs on a thread of its own.
+  // Those graphs belong to executables that may live on, so it runs on a thread of its own,
+  // which the destructor joins once they are gone. Called once: comm_ is null after.
   NativeCommunicator comm = std::exchange(comm_, nullptr);
   failed_.store(true, std::memory_order_release);
   try {
-    std::thread([comm] { cuda::nccl::abort(comm); }).detach();
+    aborting_ = std::thread([comm] { cuda::nccl::abort(comm); });
   } catch (const std::system_error&) {
     cuda::nccl::abort(comm);  // no thread to be had: abort here, waiting for the graphs
   }

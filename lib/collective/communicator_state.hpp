@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace cmdgraph::detail {
 
@@ -78,6 +79,7 @@ class CommunicatorState {
   std::chrono::nanoseconds timeout_;
   std::atomic<bool> failed_{false};
   CommunicatorFailure failure_;  // set under mutex_ before failed_
+  std::thread aborting_;         // ncclCommAbort, once aborted (abort_locked)
 };
 
 /// The library's door to the state behind a public Communicator.
