@@ -288,10 +288,13 @@ void parallel_recording(int n) {
   std::vector<double> record_one, record_eight, frame_one, frame_eight;
   for (int frame = 1; frame <= 15; ++frame) {
     for (bool parallel : {false, true}) {
+      // Each way's frames have values of their own, so that every update of either way
+      // changes all of them (the same values twice would leave the second way nothing to do).
+      const int values = 2 * frame + (parallel ? 1 : 0);
       std::vector<CommandBuffer> passes_of_frame;
       CommandBuffer primary("frame");
       const double recorded = bench::host_us([&] {
-        record_frame(passes_of_frame, primary, frame, parallel);
+        record_frame(passes_of_frame, primary, values, parallel);
       });
       const double updated = bench::host_us([&] { exe.update(primary); });
       (parallel ? record_eight : record_one).push_back(recorded);
