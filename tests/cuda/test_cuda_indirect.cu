@@ -119,18 +119,12 @@ TEST_CASE("cuda.indirect.count_written_by_a_kernel_of_the_same_launch" * doctest
 
 namespace {
 
-// Adds 1 at out[base + i]. The wide form pads the functor to the oracle's ticket functor's 56
-// bytes, so that the count parameter the dispatcher sets lies further in.
-struct MarkAt {
+// Mark padded to the oracle's ticket functor's 56 bytes, so that the count parameter the
+// dispatcher sets lies further in.
+struct WideMark {
   int* out;
-  std::size_t base;
-  __host__ __device__ void operator()(std::size_t i) const { out[base + i] += 1; }
-};
-struct WideMarkAt {
-  int* out;
-  std::size_t base;
-  unsigned char pad[36];
-  __host__ __device__ void operator()(std::size_t i) const { out[base + i] += 1; }
+  unsigned char pad[48];
+  __host__ __device__ void operator()(std::size_t i) const { out[i] += 1; }
 };
 
 // What each of `commands` segments of `segment` items holds: "items at `launches`, items at 0,
@@ -178,12 +172,10 @@ TEST_CASE("cuda.indirect.several_commands_launched_back_to_back" * doctest::time
             CommandBuffer cmd("several");
             std::vector<Command> c;
             for (int k = 0; k < commands; ++k) {
-              const std::size_t base = static_cast<std::size_t>(k * segment);
+              int* at = out.data() + k * segment;
               const auto count = counts.subview(static_cast<std::size_t>(k), 1);
-              c.push_back(wide ? cmd.parallel_for_indirect(count, most,
-                                                           WideMarkAt{out.data(), base, {}})
-                               : cmd.parallel_for_indirect(count, most,
-                                                           MarkAt{out.data(), base}));
+              c.push_back(wide ? cmd.parallel_for_indirect(count, most, WideMark{at, {}})
+                               : cmd.parallel_for_indirect(count, most, Mark{at}));
               if (chained && k > 0) c.back().after(c[static_cast<std::size_t>(k - 1)]);
             }
             Executable exe = compile(cmd, gpu, {.backend = backend});
