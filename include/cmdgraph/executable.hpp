@@ -128,6 +128,14 @@ struct CompileOptions {
   /// backends always refuse them. (A memory operation's target in pageable memory is refused
   /// by the CUDA backends alone: without a GPU, a HostBuffer is pageable memory too.)
   bool portable = true;
+  /// Instantiates the CUDA graph for launch from the device as well as from the host
+  /// (cudaGraphInstantiateFlagDeviceLaunch): kernels launch it through the handle
+  /// Executable::device_executable() gives, with cmdgraph/device_launch.cuh. Needs a CUDA
+  /// device and the cuda_graph backend, and no profiling; the graph holds only what CUDA's
+  /// device graphs hold: compile() throws Error(unsupported) naming the first command that
+  /// cannot be in one (host tasks, events, captures, collectives, transient memory, value
+  /// writes and waits), and the command CUDA names when it refuses the graph.
+  bool device_launch = false;
 
   /// Equal when every field is (ExecutableCache keys by them).
   friend bool operator==(const CompileOptions&, const CompileOptions&) = default;
@@ -211,6 +219,16 @@ struct ClampedDispatch {
                              ///< blocks, x * y * z (launch_indirect)
 };
 
+/// An executable as a kernel launches it (Executable::device_executable; the launches are in
+/// cmdgraph/device_launch.cuh): a plain value, passed to kernels as an argument.
+struct DeviceExecutable {
+  void* graph = nullptr;  ///< the cudaGraphExec_t
+  /// False for the empty handle.
+  explicit operator bool() const noexcept { return graph != nullptr; }
+  /// Equal when they launch the same graph.
+  friend bool operator==(const DeviceExecutable&, const DeviceExecutable&) = default;
+};
+
 /// How update(CommandBuffer&) may proceed when the new recording differs in structure.
 struct UpdateOptions {
   /// Re-instantiate when an in-place update is impossible, instead of throwing.
@@ -284,6 +302,16 @@ class Executable {
   /// Counted from compile(), or from an update that rebuilt the executable. Read after waiting
   /// for the launches to count (a launch in flight may or may not be counted).
   std::vector<ClampedDispatch> clamped_dispatches() const;
+  /// The handle kernels launch this executable through (cmdgraph/device_launch.cuh), with its
+  /// graph uploaded for them in `queue`'s order: kernels of work submitted to `queue` after
+  /// this call may launch it. Call it again after every update(): an update may rebuild the
+  /// graph (a new handle), and what it changes reaches launches from the device only through
+  /// the upload this call makes; launching a handle from before an update is undefined.
+  /// Destroying the executable waits for the work of the last queue given here. A launch from
+  /// the device while the graph runs fails (the device call returns CUDA's error).
+  /// Throws Error(wrong_state) unless compiled with CompileOptions::device_launch,
+  /// Error(device_mismatch) for a queue of another device.
+  DeviceExecutable device_executable(Queue& queue);
   /// Writes the executable as Graphviz DOT: commands with names and kinds, edges after
   /// reduction, lanes as colours, the critical path in bold red, measured times when profiled.
   void write_dot(const std::string& path, const DotOptions& options = {}) const;

@@ -39,10 +39,30 @@ std::optional<CudaRuleBreach> breach_in(const Plan& plan, const Plan& root, With
   return std::nullopt;
 }
 
+std::optional<CudaRuleBreach> first_outside_device_graphs(const Plan& plan, const Plan& root) {
+  for (std::uint32_t c = 0; c < plan.size(); ++c) {
+    const KindTraits& t = traits(plan.kind(c));
+    if (!t.in_device_loop) {
+      return CudaRuleBreach{command_label(plan, c, root),
+                            t.with_article() + " command cannot be in a graph launched from the "
+                            "device, which holds only kernels, parallel_for, copies, fills, "
+                            "executed buffers, barriers and conditional commands"};
+    }
+    for (const auto& body : plan.bodies_of(c)) {
+      if (auto found = first_outside_device_graphs(*body, root)) return found;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<CudaRuleBreach> cuda_structure_breach(const Plan& plan) {
   return breach_in(plan, plan, {});
+}
+
+std::optional<CudaRuleBreach> device_graph_breach(const Plan& plan) {
+  return first_outside_device_graphs(plan, plan);
 }
 
 std::string cuda_memory_breach(CommandKind kind, const MemoryRange& r) {

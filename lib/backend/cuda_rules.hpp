@@ -23,6 +23,13 @@ struct CudaRuleBreach {
 /// conditional command inside an executed buffer (CUDA cannot clone a conditional node).
 std::optional<CudaRuleBreach> cuda_structure_breach(const Plan& plan);
 
+/// The first command of `plan` (the bodies it runs included) that a graph launched from the
+/// device cannot hold (CompileOptions::device_launch): one that a conditional body cannot hold
+/// either (host tasks, events, captures, collectives, transient memory, value writes and
+/// waits: what CUDA's device graphs, which hold kernel, memcpy, memset and child graph nodes,
+/// cannot run).
+std::optional<CudaRuleBreach> device_graph_breach(const Plan& plan);
+
 /// Why a GPU cannot reach `r` as a value of a command of `kind` (a memory operation's target
 /// in pageable host memory); empty when it can.
 std::string cuda_memory_breach(CommandKind kind, const MemoryRange& r);

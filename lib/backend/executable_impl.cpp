@@ -181,6 +181,11 @@ void ExecutableImpl::write_cuda_dot(const std::string&) const {
                                      " backend; CUDA's DOT exists for the cuda_graph backend only");
 }
 
+void* ExecutableImpl::device_graph(const std::shared_ptr<QueueState>&) {
+  throw Error(errc::wrong_state, "executable '" + name() + "' was not compiled for device "
+                                 "launch (CompileOptions::device_launch)");
+}
+
 void ExecutableImpl::replace_plan(std::shared_ptr<const Plan> plan) {
   recorded_events_ = events_recorded_by(*plan);
   plan_ = std::move(plan);

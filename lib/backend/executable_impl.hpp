@@ -81,6 +81,9 @@ class ExecutableImpl {
   virtual std::vector<unsigned> command_lanes() const { return {}; }
   /// CUDA's own DOT of the graph (graph backend only).
   virtual void write_cuda_dot(const std::string& path) const;
+  /// The graph kernels of work submitted to `queue` from now on may launch
+  /// (Executable::device_executable); Error(wrong_state) unless compiled for device launch.
+  virtual void* device_graph(const std::shared_ptr<QueueState>& queue);
 
   const Plan& plan() const noexcept { return *plan_; }
   const std::shared_ptr<const Plan>& shared_plan() const noexcept { return plan_; }

@@ -122,9 +122,10 @@ cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served s
 
 namespace graph_detail {
 cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaStream_t upload_stream,
-                        bool node_priority, std::string& result, cudaGraphNode_t& error_node) {
+                        InstantiateFlags flags, std::string& result, cudaGraphNode_t& error_node) {
   cudaGraphInstantiateParams params{};
-  params.flags = node_priority ? cudaGraphInstantiateFlagUseNodePriority : 0;
+  if (flags.node_priority) params.flags |= cudaGraphInstantiateFlagUseNodePriority;
+  if (flags.device_launch) params.flags |= cudaGraphInstantiateFlagDeviceLaunch;
   if (upload_stream) {
     params.flags |= cudaGraphInstantiateFlagUpload;
     params.uploadStream = upload_stream;
@@ -136,6 +137,10 @@ cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaStream_t u
   return status;
 }
 }  // namespace graph_detail
+
+void upload_graph(cudaGraphExec_t exec, cudaStream_t stream, Served served) {
+  CMDGRAPH_CUDA(served, cudaGraphUpload, exec, stream);
+}
 
 cudaError_t update_exec(cudaGraphExec_t exec, cudaGraph_t graph, std::string& why,
                         cudaGraphNode_t& at) {

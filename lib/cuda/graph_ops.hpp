@@ -71,13 +71,21 @@ void set_child_graph(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraph_t chi
 /// A handle for the conditional nodes of `graph`, starting at 0 before every launch.
 cudaGraphConditionalHandle create_conditional_handle(cudaGraph_t graph, Served served);
 
-/// Instantiates `graph` and starts uploading it on `upload_stream` (when null, its first
-/// launch uploads it); with `node_priority`, kernels run at their nodes' priorities instead of
-/// their stream's. On failure throws, naming `name_of(error node)` as the command when CUDA
-/// says which node failed.
+/// How a graph is instantiated.
+struct InstantiateFlags {
+  bool node_priority = false;  ///< kernels run at their nodes' priorities, not their stream's
+  bool device_launch = false;  ///< kernels may launch it too (cudaGraphInstantiateFlagDeviceLaunch)
+};
+
+/// Instantiates `graph` as `flags` say and starts uploading it on `upload_stream` (when null,
+/// its first launch uploads it). On failure throws, naming `name_of(error node)` as the
+/// command when CUDA says which node failed.
 template <class NameOf>
-GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, bool node_priority,
+GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, InstantiateFlags flags,
                       Served served, NameOf&& name_of);
+/// Uploads `exec` again on `stream`: what host-side updates changed reaches launches from the
+/// device only through an upload.
+void upload_graph(cudaGraphExec_t exec, cudaStream_t stream, Served served);
 
 /// Takes `graph`'s parameters into `exec`, which was instantiated from a graph of the same
 /// topology. Returns cudaSuccess, or CUDA's refusal with `why` (its reason) and `at` (the
@@ -111,17 +119,17 @@ cudaError_t end_capture_into(cudaStream_t stream) noexcept;
 
 namespace graph_detail {
 cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaStream_t upload_stream,
-                        bool node_priority, std::string& result, cudaGraphNode_t& error_node);
+                        InstantiateFlags flags, std::string& result, cudaGraphNode_t& error_node);
 }
 
 template <class NameOf>
-GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, bool node_priority,
+GraphExec instantiate(cudaGraph_t graph, cudaStream_t upload_stream, InstantiateFlags flags,
                       Served served, NameOf&& name_of) {
   cudaGraphExec_t exec = nullptr;
   std::string result;
   cudaGraphNode_t error_node = nullptr;
-  const cudaError_t status = graph_detail::instantiate(&exec, graph, upload_stream, node_priority,
-                                                       result, error_node);
+  const cudaError_t status =
+      graph_detail::instantiate(&exec, graph, upload_stream, flags, result, error_node);
   if (status != cudaSuccess) {
     const std::string call = "cudaGraphInstantiateWithParams (" + result + ")";
     const std::string failed = error_node ? name_of(error_node) : std::string();

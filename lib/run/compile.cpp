@@ -59,10 +59,30 @@ void check_profile_options(const CompileOptions& options, Device device,
   }
 }
 
+// Device launch needs one CUDA graph, and no event nodes in it.
+void check_device_launch(const CompileOptions& options, Device device, const std::string& name) {
+  if (!options.device_launch) return;
+  const std::string asked = "executable '" + name + "' is compiled for device launch "
+                            "(CompileOptions::device_launch), ";
+  if (device.is_host()) {
+    throw Error(errc::unsupported, asked + "which needs a CUDA device and the cuda_graph "
+                                   "backend; it was compiled for the host");
+  }
+  if (options.backend == Backend::streams) {
+    throw Error(errc::unsupported, asked + "which needs the cuda_graph backend, not streams");
+  }
+  if (options.profile) {
+    throw Error(errc::unsupported, asked + "which is not profiled: a device graph holds "
+                                   "no event nodes, and its launches from the device are no "
+                                   "launches the host could time");
+  }
+}
+
 std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan> plan,
                                               Device device, const CompileOptions& options,
                                               ExecutableStats stats) {
   check_profile_options(options, device, plan->buffer_name);
+  check_device_launch(options, device, plan->buffer_name);
   if (device.is_host()) {
     if (options.backend != Backend::automatic && options.backend != Backend::host) {
       throw Error(errc::unsupported, std::string("backend ") + to_string(options.backend) +
@@ -87,9 +107,11 @@ std::unique_ptr<detail::ExecutableImpl> lower(std::shared_ptr<const detail::Plan
   // What stream capture makes of each capture command is the one fact the plan cannot tell:
   // capture them first, once, and decide from that.
   detail::Captures captures = detail::capture_all(*plan, device.ordinal());
-  if (options.backend == Backend::cuda_graph) {
+  if (options.backend == Backend::cuda_graph || options.device_launch) {
     if (captures.refusal) throw *captures.refusal;
-    stats.backend_reason = "requested";
+    stats.backend_reason = options.backend == Backend::cuda_graph
+                               ? "requested"
+                               : "device launch: one graph, launched from host or device";
   } else if (!captures.refusal) {
     stats.backend_reason = "CUDA device: one graph launch per run";
   } else {

@@ -86,11 +86,9 @@ class SignalClaims {
   bool kept_ = false;
 };
 
-}  // namespace
-
-Fence Executable::launch(Queue& queue, const SubmitInfo& info) {
-  detail::ExecutableImpl& exe = impl();
-  const detail::ExecutableImpl::Sharing sharing(exe);
+// `queue`'s state, which must be of `exe`'s device.
+const std::shared_ptr<detail::QueueState>& state_for(const detail::ExecutableImpl& exe,
+                                                      Queue& queue) {
   const std::shared_ptr<detail::QueueState>& q = detail::Access::state(queue);
   if (!q) throw Error(errc::invalid_handle, "a moved-from queue was used");
   if (!(q->device() == exe.device())) {
@@ -98,6 +96,15 @@ Fence Executable::launch(Queue& queue, const SubmitInfo& info) {
                                            exe.device().name() + " but the queue is on " +
                                            q->device().name());
   }
+  return q;
+}
+
+}  // namespace
+
+Fence Executable::launch(Queue& queue, const SubmitInfo& info) {
+  detail::ExecutableImpl& exe = impl();
+  const detail::ExecutableImpl::Sharing sharing(exe);
+  const std::shared_ptr<detail::QueueState>& q = state_for(exe, queue);
   for (const SemaphoreValue& w : info.wait) {
     if (!w.semaphore) {
       throw Error(errc::invalid_handle, "launch of '" + exe.name() + "' waits on a moved-from semaphore");
@@ -109,6 +116,12 @@ Fence Executable::launch(Queue& queue, const SubmitInfo& info) {
   claims.keep();
   for (const auto& event : exe.recorded_events()) event->note_recorded();
   return fence;
+}
+
+DeviceExecutable Executable::device_executable(Queue& queue) {
+  detail::ExecutableImpl& exe = impl();
+  const detail::ExecutableImpl::Sharing sharing(exe);
+  return DeviceExecutable{exe.device_graph(state_for(exe, queue))};
 }
 
 Backend Executable::backend() const { return impl().stats().backend; }

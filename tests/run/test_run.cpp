@@ -88,3 +88,23 @@ TEST_CASE("run.queue.device_mismatch" * doctest::timeout(10)) {
   Queue gpu(Device::cuda(0));
   CMDGRAPH_EXPECT_ERROR(exe.launch(gpu), errc::device_mismatch);
 }
+
+TEST_CASE("run.device_launch.needs_a_cuda_graph" * doctest::timeout(10)) {
+  CommandBuffer cmd("child");
+  cmd.host([] {}).named("step");
+  auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, Device::host(), {.device_launch = true}),
+                                 errc::unsupported);
+  REQUIRE(e);
+  CHECK(std::string(e->what()).find("'child' is compiled for device launch") !=
+        std::string::npos);
+  CHECK(std::string(e->what()).find("needs a CUDA device") != std::string::npos);
+  // An executable not compiled for device launch has no device handle, on every backend.
+  CommandBuffer plain("plain");
+  plain.host([] {});
+  Executable exe = compile(plain, Device::host());
+  Queue q(Device::host());
+  auto w = CMDGRAPH_EXPECT_ERROR(exe.device_executable(q), errc::wrong_state);
+  REQUIRE(w);
+  CHECK(std::string(w->what()).find("'plain' was not compiled for device launch") !=
+        std::string::npos);
+}

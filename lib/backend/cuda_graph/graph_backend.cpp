@@ -3,6 +3,7 @@
 #include "backend/cuda_graph/graph_backend.hpp"
 
 #include "backend/cuda_graph/graph_instance.hpp"
+#include "backend/cuda_rules.hpp"
 #include "backend/cuda_launch/cuda_executable.hpp"
 #include "cuda/graph_ops.hpp"
 #include "cuda/stream_ops.hpp"
@@ -17,6 +18,14 @@
 
 namespace cmdgraph::detail {
 namespace {
+
+// Throws naming the first command of `plan` a graph launched from the device cannot hold.
+void check_device_graph(const Plan& plan) {
+  if (const auto breach = device_graph_breach(plan)) {
+    throw Error(errc::unsupported, "command '" + breach->command + "': " + breach->why,
+                {breach->command});
+  }
+}
 
 class GraphExecutable final : public CudaExecutable {
  public:
@@ -76,6 +85,31 @@ class GraphExecutable final : public CudaExecutable {
                                                        in->exec.get(), in->built.nodes[c]);
       if (captured) keep_recaptured(*in, c, std::move(captured));
     }
+    uploaded_for_device_ = false;
+  }
+
+  void* device_graph(const std::shared_ptr<QueueState>& queue) override {
+    if (!lowering().device_launch) return ExecutableImpl::device_graph(queue);
+    const cuda::ScopedDevice on(ordinal());
+    const cuda::Served served = cuda::for_executable(name());
+    const cudaStream_t stream = queue->as_cuda()->stream();
+    std::lock_guard lock(mutex());
+    follow_queue(queue);
+    if (current_.uploaded) {
+      // The upload compile() started; kept for the first launch from the host to wait for.
+      cuda::wait_event(stream, current_.uploaded.get(), served);
+    }
+    if (!uploaded_for_device_) {
+      cuda::upload_graph(current_.exec.get(), stream, served);
+      uploaded_for_device_ = true;
+    }
+    return current_.exec.get();
+  }
+
+ protected:
+  void check_runs(const Plan& plan) const override {
+    CudaExecutable::check_runs(plan);
+    if (lowering().device_launch) check_device_graph(plan);
   }
 
  private:
@@ -91,6 +125,7 @@ class GraphExecutable final : public CudaExecutable {
     InstanceOptions options;
     options.build = {ordinal(), nullptr, timing, captures, lowering().programmatic, reports_};
     if (timing == ProfileMode::cupti) options.tracing = session_;
+    options.device_launch = lowering().device_launch;
     return options;
   }
   // How the instance of the launches not profiled is made, beside `profiled`.
@@ -211,6 +246,7 @@ class GraphExecutable final : public CudaExecutable {
     args_ = std::move(args);
     transients_ = std::move(transients);
     replace_plan_after_launches(std::move(plan));
+    uploaded_for_device_ = false;
     return {};
   }
 
@@ -294,6 +330,7 @@ class GraphExecutable final : public CudaExecutable {
     if (plain_) retire(std::shared_ptr<Instance>(std::exchange(plain_, std::move(fresh_plain))));
     start_context(current_.context);  // the fresh instance counts its own launches
     note_shaping(current_.built.shaping.get());
+    uploaded_for_device_ = true;
     args_ = std::move(args);
     transients_ = std::move(transients);
     replace_plan_after_launches(std::move(plan));
@@ -322,6 +359,9 @@ class GraphExecutable final : public CudaExecutable {
   cuda::Event sampled_done_;                 // recorded after each traced launch
   std::shared_ptr<CuptiLaunch> last_traced_;
   std::vector<std::shared_ptr<const void>> unretired_;  // what a failed retire() left here
+  // Device launch: current_'s upload holds every update made to it (false after an update in
+  // place; a rebuilt instance is uploaded as it is instantiated).
+  bool uploaded_for_device_ = true;
 };
 
 }  // namespace
@@ -357,6 +397,7 @@ std::unique_ptr<ExecutableImpl> lower_to_cuda_graph(std::shared_ptr<const Plan> 
                                                     Device device, const CompileOptions& options,
                                                     ExecutableStats stats, Captures captures) {
   check_runs_on_device(*plan, device.ordinal());
+  if (options.device_launch) check_device_graph(*plan);
   const ProfileMode asked = options.profile.mode;
   // profile = true takes CUPTI only once something asked for it by name: starting CUPTI
   // costs every graph launch of the process host time for good, traced or not.

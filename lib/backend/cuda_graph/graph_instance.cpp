@@ -46,8 +46,8 @@ Instance instantiate(const Plan& plan, ExecutableValues& args, TransientBinding&
     // Instantiating clones every node: CUPTI's records name the clones.
     std::optional<cuda::cupti::CloneLog> clones;
     if (in.built.cupti) clones.emplace();
-    in.exec = cuda::instantiate(in.built.graph.get(), stream.get(), in.built.node_priority,
-                                served,
+    in.exec = cuda::instantiate(in.built.graph.get(), stream.get(),
+                                {in.built.node_priority, options.device_launch}, served,
                                 [&](cudaGraphNode_t node) { return in.built.name_of(node); });
     if (clones) map_nodes(*in.built.cupti, ids, clones->take(served));
   }

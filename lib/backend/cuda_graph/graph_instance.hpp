@@ -30,6 +30,7 @@ struct InstanceOptions {
   cuda::cupti::Session* tracing = nullptr;
   std::shared_ptr<HostErrors> errors;  // another instance's, to share: its launches count as ours
   double* instantiate_ms = nullptr;
+  bool device_launch = false;  // CompileOptions::device_launch
 };
 
 /// Builds and instantiates `plan` with `args` as `options` say, and starts uploading it, so

@@ -4,6 +4,7 @@
 #include "backend/cuda_commands/cuda_commands.hpp"
 #include "cuda/handles.hpp"
 #include "cuda/runtime.hpp"
+#include "cuda/stream_ops.hpp"
 #include "sync/access.hpp"
 
 namespace cmdgraph::detail {
@@ -33,19 +34,12 @@ Fence CudaExecutable::launch(const std::shared_ptr<QueueState>& queue, const Sub
   context_->require_peers();  // an aborted communicator's resources are gone
   CudaQueue::Submission submission(lane);
   lane.enqueue_semaphore_waits(info);
-  // Relaunching on the same queue, the usual case, touches no reference count: a live
-  // last_queue_ at this address is this queue.
-  std::shared_ptr<QueueState> previous;
-  if (last_queue_address_ != queue.get() || last_queue_.expired()) {
-    previous = last_queue_.lock();
-    // Set first: whatever part of the run gets enqueued, the next launch follows this queue.
-    last_queue_ = queue;
-    last_queue_address_ = queue.get();
-  }
+  // Taken first: whatever part of the run gets enqueued, the next launch follows this queue.
+  const std::shared_ptr<QueueState> previous = take_queue(queue);
   current_ = number_launch();
   const auto started = current_.profiled ? std::chrono::steady_clock::now()
                                          : std::chrono::steady_clock::time_point{};
-  enqueue(lane, previous && previous != queue ? previous->as_cuda() : nullptr);
+  enqueue(lane, previous ? previous->as_cuda() : nullptr);
   if (current_.profiled) {
     last_started_ = started;
     last_enqueued_ = std::chrono::steady_clock::now();
@@ -57,6 +51,25 @@ Fence CudaExecutable::launch(const std::shared_ptr<QueueState>& queue, const Sub
       launch_fence(context_, launch, queue, submission.take_unheld());
   submission.commit(fence, context_, launch);
   return Access::fence(std::move(fence));
+}
+
+std::shared_ptr<QueueState> CudaExecutable::take_queue(const std::shared_ptr<QueueState>& queue) {
+  // Relaunching on the same queue, the usual case, touches no reference count: a live
+  // last_queue_ at this address is this queue.
+  if (last_queue_address_ == queue.get() && !last_queue_.expired()) return nullptr;
+  std::shared_ptr<QueueState> previous = last_queue_.lock();
+  last_queue_ = queue;
+  last_queue_address_ = queue.get();
+  return previous != queue ? previous : nullptr;
+}
+
+void CudaExecutable::follow_queue(const std::shared_ptr<QueueState>& queue) {
+  const std::shared_ptr<QueueState> previous = take_queue(queue);
+  if (!previous) return;
+  const cuda::Served served = cuda::for_executable(name());
+  const cuda::Event done = cuda::create_event(ordinal(), false, served);
+  cuda::record_event(done.get(), previous->as_cuda()->stream(), served);
+  cuda::wait_event(queue->as_cuda()->stream(), done.get(), served);
 }
 
 void CudaExecutable::check_memory(std::uint32_t c, const MemoryRange& r) const {

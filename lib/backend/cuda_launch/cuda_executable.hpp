@@ -27,9 +27,11 @@ struct CudaLowering {
   unsigned profile_every = 1;  ///< one launch in N is profiled
   bool programmatic = true;    ///< programmatic edges lowered as such (programmatic_edges)
   unsigned max_streams = 0;    ///< the streams backend's lanes at most (0: its own choice)
+  bool device_launch = false;  ///< the graph backend's graph may be launched from the device
 
   static CudaLowering of(const CompileOptions& options) noexcept {
-    return {options.profile_every, options.programmatic_edges, options.max_streams};
+    return {options.profile_every, options.programmatic_edges, options.max_streams,
+            options.device_launch};
   }
 };
 
@@ -63,6 +65,10 @@ class CudaExecutable : public ExecutableImpl {
   /// Launches from now on report errors through `context`, numbered from 0 again; no launch
   /// through it has been profiled yet.
   void start_context(std::shared_ptr<const LaunchContext> context);
+  /// Under mutex(): work submitted to `queue` from now on may use this executable as its
+  /// launches do (kernels launch it from the device): it follows the previous launch's queue,
+  /// and the destructor waits for `queue`.
+  void follow_queue(const std::shared_ptr<QueueState>& queue);
   /// Keeps `keep` alive until every launch so far has finished.
   void retire(std::shared_ptr<const void> keep);
   /// Takes `plan` in place of the current one, which lives on (with the communicators its
@@ -92,6 +98,10 @@ class CudaExecutable : public ExecutableImpl {
   std::chrono::steady_clock::time_point last_enqueued() const noexcept { return last_enqueued_; }
 
  private:
+  // Under mutex_: makes `queue` the one the destructor waits for; the previous one, when it
+  // was another and is alive.
+  std::shared_ptr<QueueState> take_queue(const std::shared_ptr<QueueState>& queue);
+
   CudaLowering lowering_;
   mutable std::mutex mutex_;
   std::shared_ptr<const LaunchContext> context_;

@@ -268,7 +268,7 @@ class StreamsExecutable final : public CudaExecutable {
           }
         }
         auto graph = std::make_shared<ConditionalGraph>();
-        graph->exec = cuda::instantiate(fresh.graph.get(), nullptr, fresh.node_priority,
+        graph->exec = cuda::instantiate(fresh.graph.get(), nullptr, {fresh.node_priority},
                                         cuda::Served(task.name),
                                         [&](cudaGraphNode_t n) { return fresh.name_of(n); });
         graph->built = std::move(fresh);

@@ -1,0 +1,300 @@
+// Executables launched from the device (CompileOptions::device_launch, device_launch.cuh): a
+// kernel of one executable launches another, beside it or after it, or its own graph again
+// (a loop the device drives); updates reach launches from the device through
+// device_executable(); what a device graph cannot hold is refused at compile(), naming the
+// command. Compiled with relocatable device code (tests/meson.build), as its users must.
+#include "cuda/kernels.cuh"
+#include "support/expect_error.hpp"
+
+#include <cmdgraph/device_launch.cuh>
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace cmdgraph;
+using namespace cmdgraph::testing;
+
+namespace {
+
+__global__ void set_all(int* out, int n, int value) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = value;
+}
+
+__global__ void add_one(int* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] += 1;
+}
+
+// Launches `child` beside the calling graph (`tail`: after it); CUDA's answer in *status.
+__global__ void launch_child(DeviceExecutable child, bool tail, int* status) {
+  *status = tail ? device::launch_after(child) : device::launch(child);
+}
+
+// Spins ~`ns` nanoseconds, then writes `value`: a late write a tail launch must still see.
+__global__ void late_write(int* flag, int value, unsigned ns) {
+  for (unsigned spent = 0; spent < ns; spent += 1000) __nanosleep(1000);
+  *flag = value;
+}
+
+__global__ void copy_int(const int* from, int* to) { *to = *from; }
+
+// One step of a loop the device drives: counts, and launches its own graph again until
+// `limit` steps ran; the first refusal in *status.
+__global__ void step(int* counter, int limit, int* status) {
+  if (++*counter < limit) {
+    const cudaError_t s = device::launch_again();
+    if (s != cudaSuccess && *status == 0) *status = s;
+  }
+}
+
+constexpr int n = 4096;
+constexpr LaunchConfig cover{{n / 256}, {256}};
+
+// A parent executable: one kernel launching `child`; its status word in `status`. Itself
+// launchable from the device when `device_launch`.
+Executable launcher(const Device& gpu, DeviceExecutable child, bool tail, Buffer<int>& status,
+                    bool device_launch = false) {
+  CommandBuffer cmd("parent");
+  cmd.launch(&launch_child, LaunchConfig{{1}, {1}}, child, tail, status.data()).named("launch");
+  return compile(cmd, gpu, {.device_launch = device_launch});
+}
+
+}  // namespace
+
+TEST_CASE("cuda.device_launch.a_kernel_launches_an_executable_beside_it" *
+          doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> out(gpu, n), status(gpu, 1);
+  CommandBuffer cmd("child");
+  cmd.launch(&set_all, cover, out.data(), n, 7);
+  Executable child = compile(cmd, gpu, {.device_launch = true});
+  CHECK(child.backend() == Backend::cuda_graph);
+  Queue q(gpu);
+  const DeviceExecutable handle = child.device_executable(q);
+  REQUIRE(handle);
+  // The launching graph may be launchable from the device itself, or not.
+  for (bool parent_on_device : {false, true}) {
+    CAPTURE(parent_on_device);
+    Executable parent = launcher(gpu, handle, false, status, parent_on_device);
+    for (int run = 0; run < 3; ++run) {
+      poison(out);
+      poison(status);
+      // The parent's launch ends once what it launched beside it has ended.
+      parent.launch(q).wait();
+      CHECK(read_ints(status) == std::vector<int>{cudaSuccess});
+      REQUIRE(read_ints(out) == std::vector<int>(n, 7));
+    }
+  }
+  // The child is launched from the host as well.
+  poison(out);
+  child.launch(q).wait();
+  CHECK(read_ints(out) == std::vector<int>(n, 7));
+}
+
+TEST_CASE("cuda.device_launch.a_tail_launch_sees_the_whole_launching_graph" *
+          doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> flag(gpu, 1), seen(gpu, 1), status(gpu, 1);
+  CommandBuffer cmd("child");
+  cmd.launch(&copy_int, LaunchConfig{{1}, {1}}, flag.data(), seen.data());
+  Executable child = compile(cmd, gpu, {.device_launch = true});
+  Queue q(gpu);
+  CommandBuffer p("parent");
+  auto go = p.launch(&launch_child, LaunchConfig{{1}, {1}}, child.device_executable(q), true,
+                     status.data());
+  // Written 200 us after the launch was asked for, by a kernel after the launching one.
+  auto write = p.launch(&late_write, LaunchConfig{{1}, {1}}, flag.data(), 1, 200'000u).after(go);
+  Executable parent = compile(p, gpu);
+  for (int value = 1; value <= 3; ++value) {
+    parent.update(write, flag.data(), value, 200'000u);
+    poison(flag);
+    poison(seen);
+    parent.launch(q).wait();
+    CHECK(read_ints(status) == std::vector<int>{cudaSuccess});
+    CHECK(read_ints(seen) == std::vector<int>{value});
+  }
+}
+
+TEST_CASE("cuda.device_launch.a_loop_the_device_drives" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> counter(gpu, 1), status(gpu, 1), launched(gpu, 1);
+  constexpr int steps = 50;
+  CommandBuffer cmd("loop");
+  cmd.launch(&step, LaunchConfig{{1}, {1}}, counter.data(), steps, status.data());
+  Executable loop = compile(cmd, gpu, {.device_launch = true});
+  Queue q(gpu);
+  Executable parent = launcher(gpu, loop.device_executable(q), false, launched);
+  for (int run = 0; run < 2; ++run) {
+    write_ints(counter, {0});
+    write_ints(status, {0});
+    poison(launched);
+    // Every step the loop launched ends before the parent's launch does.
+    parent.launch(q).wait();
+    CHECK(read_ints(launched) == std::vector<int>{cudaSuccess});
+    CHECK(read_ints(status) == std::vector<int>{cudaSuccess});
+    CHECK(read_ints(counter) == std::vector<int>{steps});
+  }
+}
+
+TEST_CASE("cuda.device_launch.updates_reach_the_device_through_device_executable" *
+          doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> out(gpu, n), status(gpu, 1);
+  CommandBuffer cmd("child");
+  auto set = cmd.launch(&set_all, cover, out.data(), n, 1);
+  Executable child = compile(cmd, gpu, {.device_launch = true});
+  Queue q(gpu);
+  const DeviceExecutable first = child.device_executable(q);
+  CommandBuffer p("parent");
+  auto go = p.launch(&launch_child, LaunchConfig{{1}, {1}}, first, false, status.data());
+  Executable parent = compile(p, gpu);
+  parent.launch(q).wait();
+  CHECK(read_ints(out) == std::vector<int>(n, 1));
+
+  // In place: the same graph, uploaded again.
+  child.update(set, out.data(), n, 2);
+  CHECK(child.device_executable(q) == first);
+  poison(out);
+  parent.launch(q).wait();
+  CHECK(read_ints(out) == std::vector<int>(n, 2));
+
+  // Rebuilt: another graph, which the parent is told of.
+  CommandBuffer again("child");
+  auto set3 = again.launch(&set_all, cover, out.data(), n, 3);
+  again.launch(&add_one, cover, out.data(), n).after(set3);
+  const UpdateResult result = child.update(again, {.reinstantiate_if_needed = true});
+  CHECK(result.reinstantiated);
+  const DeviceExecutable rebuilt = child.device_executable(q);
+  parent.update(go, rebuilt, false, status.data());
+  poison(out);
+  parent.launch(q).wait();
+  CHECK(read_ints(status) == std::vector<int>{cudaSuccess});
+  CHECK(read_ints(out) == std::vector<int>(n, 4));
+}
+
+TEST_CASE("cuda.device_launch.refusals_name_the_command" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> out(gpu, n);
+  CommandBuffer cmd("child");
+  auto set = cmd.launch(&set_all, cover, out.data(), n, 1).named("set");
+  cmd.host([] {}).after(set).named("tick");
+  auto e = CMDGRAPH_EXPECT_ERROR(compile(cmd, gpu, {.device_launch = true}), errc::unsupported);
+  REQUIRE(e);
+  CHECK(e->commands() == std::vector<std::string>{"tick"});
+  CHECK(std::string(e->what()).find("a host command cannot be in a graph launched from the "
+                                    "device") != std::string::npos);
+
+  CommandBuffer kernels("kernels");
+  kernels.launch(&set_all, cover, out.data(), n, 1);
+  auto s = CMDGRAPH_EXPECT_ERROR(
+      compile(kernels, gpu, {.backend = Backend::streams, .device_launch = true}),
+      errc::unsupported);
+  REQUIRE(s);
+  CHECK(std::string(s->what()).find("needs the cuda_graph backend") != std::string::npos);
+  CMDGRAPH_EXPECT_ERROR(compile(kernels, gpu, {.profile = true, .device_launch = true}),
+                        errc::unsupported);
+  Queue q(gpu);
+  for (Backend backend : {Backend::cuda_graph, Backend::streams}) {
+    Executable plain = compile(kernels, gpu, {.backend = backend});
+    CMDGRAPH_EXPECT_ERROR(plain.device_executable(q), errc::wrong_state);
+  }
+
+  // An update may not bring in what the graph cannot hold.
+  Executable child = compile(kernels, gpu, {.device_launch = true});
+  CommandBuffer more("kernels");
+  auto k = more.launch(&set_all, cover, out.data(), n, 1);
+  more.host([] {}).after(k).named("late");
+  auto u = CMDGRAPH_EXPECT_ERROR(child.update(more, {.reinstantiate_if_needed = true}),
+                                 errc::unsupported);
+  REQUIRE(u);
+  CHECK(u->commands() == std::vector<std::string>{"late"});
+}
+
+namespace {
+
+// Counts the blocks that ran (thread 0 of each).
+__global__ void count_blocks(int* blocks) {
+  if (threadIdx.x == 0) atomicAdd(blocks, 1);
+}
+__global__ void write_grid(DispatchSize* grid, unsigned x) { *grid = {x, 1, 1}; }
+
+struct Increment {
+  int* counter;
+  __host__ __device__ void operator()(std::size_t) const { *counter += 1; }
+};
+struct Below {
+  const int* counter;
+  int limit;
+  __host__ __device__ bool operator()() const { return *counter < limit; }
+};
+
+// Compiles `cmd` for device launch and, when CUDA takes it, launches it from a kernel and
+// returns true; when refused, the refusal must name a command of `cmd`.
+bool launched_from_device(CommandBuffer& cmd, const char* what) {
+  const Device gpu = Device::cuda(0);
+  Executable child;
+  try {
+    child = compile(cmd, gpu, {.device_launch = true});
+  } catch (const Error& e) {
+    MESSAGE(what << ": refused: " << e.what());
+    CHECK_MESSAGE(!e.commands().empty(), "the refusal names no command: " << e.what());
+    return false;
+  }
+  Queue q(gpu);
+  Buffer<int> status(gpu, 1);
+  poison(status);
+  Executable parent = launcher(gpu, child.device_executable(q), false, status);
+  parent.launch(q).wait();
+  CHECK(read_ints(status) == std::vector<int>{cudaSuccess});
+  MESSAGE(what << ": launched from the device");
+  return true;
+}
+
+}  // namespace
+
+// What a device graph holds beyond kernels: each structure either runs correctly when launched
+// from the device, or is refused naming its command. Which one is CUDA's to say, and printed.
+TEST_CASE("cuda.device_launch.what_a_device_graph_holds" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  {
+    Buffer<int> a(gpu, n), b(gpu, n);
+    poison(b);
+    CommandBuffer body("body");
+    body.launch(&add_one, cover, b.data(), n);
+    CommandBuffer cmd("memory");
+    auto fill = cmd.fill(a, 7, n);
+    auto join = cmd.barrier().after(fill);
+    auto copy = cmd.copy(b, a, n).after(join);
+    cmd.execute(body).after(copy);
+    if (launched_from_device(cmd, "fill, barrier, copy, executed buffer")) {
+      CHECK(read_ints(b) == std::vector<int>(n, 8));
+    }
+  }
+  {
+    Buffer<int> counter(gpu, 1);
+    write_ints(counter, {0});
+    CommandBuffer body("body");
+    body.parallel_for(1, Increment{counter.data()});
+    CommandBuffer cmd("loop");
+    cmd.loop_while(body, Below{counter.data(), 5}).named("loop");
+    if (launched_from_device(cmd, "loop_while")) {
+      CHECK(read_ints(counter) == std::vector<int>{5});
+    }
+  }
+  {
+    Buffer<int> blocks(gpu, 1);
+    Buffer<DispatchSize> grid(gpu, 1);
+    write_ints(blocks, {0});
+    CommandBuffer cmd("indirect");
+    auto size = cmd.launch(&write_grid, LaunchConfig{{1}, {1}}, grid.data(), 3u);
+    cmd.launch_indirect(&count_blocks, grid, LaunchConfig{{8}, {32}}, blocks.data())
+        .after(size)
+        .named("dispatch");
+    if (launched_from_device(cmd, "launch_indirect")) {
+      CHECK(read_ints(blocks) == std::vector<int>{3});
+    }
+  }
+}
