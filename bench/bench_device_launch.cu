@@ -1,8 +1,10 @@
 // Executables launched from the device (issue 35, item 2) against raw CUDA in the same
 // process, alternating trials:
 // (1) a loop of one-graph steps: every step launched from the host (cudaGraphLaunch per step,
-//     what a host-driven loop pays at least), against each step tail-launching the next from
-//     the device, written by hand and through cmdgraph (device_launch.cuh's launch_again);
+//     what a host-driven loop pays at least), or launched once the host read back whether to
+//     go on (what a loop whose end the device decides pays), against each step tail-launching
+//     the next from the device, by hand and through cmdgraph (device_launch.cuh's
+//     launch_again);
 // (2) fire-and-forget: a graph whose kernel launches another beside it, against the host
 //     launching the two graphs one after the other.
 // Compiled with relocatable device code, as device launch needs (bench/meson.build).
@@ -92,8 +94,21 @@ int main() {
   CommandBuffer cmd("loop");
   cmd.launch(&loop_step, LaunchConfig{{1}, {1}}, count);
   Executable loop = compile(cmd, gpu, {.device_launch = true});
-  std::vector<double> t_host, t_raw, t_ours;
+  int* decision = nullptr;  // where a host-driven loop reads whether to go on
+  BENCH_CUDA(cudaMallocHost(&decision, sizeof(int)));
+  std::vector<double> t_host, t_decided, t_raw, t_ours;
   for (int t = 0; t < trials; ++t) {
+    BENCH_CUDA(cudaMemsetAsync(count, 0, 2 * sizeof(int), stream));
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    t_decided.push_back(bench::host_us([&] {
+      do {
+        BENCH_CUDA(cudaGraphLaunch(host_step, stream));
+        BENCH_CUDA(cudaMemcpyAsync(decision, count, sizeof(int), cudaMemcpyDeviceToHost,
+                                   stream));
+        BENCH_CUDA(cudaStreamSynchronize(stream));
+      } while (*decision < steps);
+    }));
+    check_loop(counter, "host-decided steps");
     BENCH_CUDA(cudaMemsetAsync(count, 0, 2 * sizeof(int), stream));
     BENCH_CUDA(cudaStreamSynchronize(stream));
     t_host.push_back(bench::host_us([&] {
@@ -115,6 +130,8 @@ int main() {
   }
   bench::header("a loop of 1,000 one-kernel graphs (median of 15, host wall per step)");
   bench::row("step launched by the host / by the step before", bench::median(t_host) / steps,
+             bench::median(t_ours) / steps, "us", "");
+  bench::row("host reads whether to go on / the step decides", bench::median(t_decided) / steps,
              bench::median(t_ours) / steps, "us", "");
   bench::row("step launched by the step before (tail launch)", bench::median(t_raw) / steps,
              bench::median(t_ours) / steps, "us", "1.0x of raw");
@@ -163,6 +180,7 @@ int main() {
              bench::median(t_raw_beside) / pairs, bench::median(t_ours_beside) / pairs, "us",
              "1.0x of raw");
 
+  BENCH_CUDA(cudaFreeHost(decision));
   for (cudaGraphExec_t e : {host_step, raw_loop, child, first, raw_parent}) {
     BENCH_CUDA(cudaGraphExecDestroy(e));
   }

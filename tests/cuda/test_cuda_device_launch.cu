@@ -233,13 +233,13 @@ struct Below {
 
 // Compiles `cmd` for device launch and, when CUDA takes it, launches it from a kernel and
 // returns true; when refused, the refusal must name a command of `cmd`.
-bool launched_from_device(CommandBuffer& cmd, const char* what) {
+bool launched_from_device(CommandBuffer& cmd, const std::string& what) {
   const Device gpu = Device::cuda(0);
   Executable child;
   try {
     child = compile(cmd, gpu, {.device_launch = true});
   } catch (const Error& e) {
-    MESSAGE(what << ": refused: " << e.what());
+    MESSAGE((what + ": refused: " + e.what()));
     CHECK_MESSAGE(!e.commands().empty(), "the refusal names no command: " << e.what());
     return false;
   }
@@ -249,7 +249,7 @@ bool launched_from_device(CommandBuffer& cmd, const char* what) {
   Executable parent = launcher(gpu, child.device_executable(q), false, status);
   parent.launch(q).wait();
   CHECK(read_ints(status) == std::vector<int>{cudaSuccess});
-  MESSAGE(what << ": launched from the device");
+  MESSAGE((what + ": launched from the device"));
   return true;
 }
 
@@ -259,30 +259,63 @@ bool launched_from_device(CommandBuffer& cmd, const char* what) {
 // from the device, or is refused naming its command. Which one is CUDA's to say, and printed.
 TEST_CASE("cuda.device_launch.what_a_device_graph_holds" * doctest::timeout(120)) {
   const Device gpu = Device::cuda(0);
+  Buffer<int> a(gpu, n), b(gpu, n), counter(gpu, 1);
   {
-    Buffer<int> a(gpu, n), b(gpu, n);
+    poison(a);
+    CommandBuffer cmd("fill");
+    cmd.fill(a, 7, n).named("fill");
+    if (launched_from_device(cmd, "fill")) CHECK(read_ints(a) == std::vector<int>(n, 7));
+  }
+  {
+    write_ints(a, std::vector<int>(n, 5));
     poison(b);
+    CommandBuffer cmd("copy");
+    cmd.copy(b, a, n).named("copy");
+    if (launched_from_device(cmd, "copy")) CHECK(read_ints(b) == std::vector<int>(n, 5));
+  }
+  {
+    poison(a);
+    CommandBuffer cmd("barrier");
+    auto first = cmd.launch(&set_all, cover, a.data(), n, 1);
+    auto join = cmd.barrier().after(first).named("join");
+    cmd.launch(&add_one, cover, a.data(), n).after(join);
+    if (launched_from_device(cmd, "barrier")) CHECK(read_ints(a) == std::vector<int>(n, 2));
+  }
+  {
+    poison(a);
     CommandBuffer body("body");
-    body.launch(&add_one, cover, b.data(), n);
-    CommandBuffer cmd("memory");
-    auto fill = cmd.fill(a, 7, n);
-    auto join = cmd.barrier().after(fill);
-    auto copy = cmd.copy(b, a, n).after(join);
-    cmd.execute(body).after(copy);
-    if (launched_from_device(cmd, "fill, barrier, copy, executed buffer")) {
-      CHECK(read_ints(b) == std::vector<int>(n, 8));
+    body.launch(&set_all, cover, a.data(), n, 9);
+    CommandBuffer cmd("execute");
+    cmd.execute(body).named("execute");
+    if (launched_from_device(cmd, "executed buffer")) CHECK(read_ints(a) == std::vector<int>(n, 9));
+  }
+  {
+    poison(a);
+    CommandBuffer cmd("programmatic");
+    auto first = cmd.launch(&set_all, cover, a.data(), n, 1);
+    cmd.parallel_for(n, Increment{counter.data()})
+        .after(first, EdgeKind::programmatic)
+        .named("follower");
+    write_ints(counter, {0});
+    if (launched_from_device(cmd, "programmatic edge")) {
+      CHECK(read_ints(counter) == std::vector<int>{n});
     }
   }
   {
-    Buffer<int> counter(gpu, 1);
     write_ints(counter, {0});
     CommandBuffer body("body");
     body.parallel_for(1, Increment{counter.data()});
     CommandBuffer cmd("loop");
     cmd.loop_while(body, Below{counter.data(), 5}).named("loop");
-    if (launched_from_device(cmd, "loop_while")) {
-      CHECK(read_ints(counter) == std::vector<int>{5});
-    }
+    if (launched_from_device(cmd, "loop_while")) CHECK(read_ints(counter) == std::vector<int>{5});
+  }
+  {
+    write_ints(counter, {0});
+    CommandBuffer body("body");
+    body.parallel_for(1, Increment{counter.data()});
+    CommandBuffer cmd("if");
+    cmd.if_then(Below{counter.data(), 5}, body).named("if");
+    if (launched_from_device(cmd, "if_then")) CHECK(read_ints(counter) == std::vector<int>{1});
   }
   {
     Buffer<int> blocks(gpu, 1);

@@ -306,13 +306,19 @@ TEST_CASE("cuda.nccl.every_call_fails_in_turn" * doctest::timeout(600)) {
     FaultInjection::disarm();
     CHECK(download(c.view(), 1)[0] == 2.0f);
     REQUIRE(total > 20);
-    std::size_t surfaced = 0, nccl = 0, aborted = 0;
+    // A wait polls its stream until the work is done: how many calls a sequence makes grows
+    // with the load on the machine (44 to 88 on the H100 beside other suites), so a call
+    // counted in the first sequence may never come in a later one. Only failures that came
+    // are weighed.
+    std::size_t surfaced = 0, nccl = 0, aborted = 0, fired = 0;
     for (std::uint64_t k = 1; k <= total; ++k) {
       CAPTURE(k);
       FaultInjection::fail_call(k, cudaErrorMemoryAllocation);
       try {
         collective_sequence(backend, comm, a, b, c);
+        if (FaultInjection::calls() >= k) ++fired;
       } catch (const Error& e) {
+        ++fired;
         ++surfaced;
         if (e.code() == errc::nccl_error) ++nccl;
         // An injected failure of the asynchronous-error poll is a failed peer: the
@@ -335,10 +341,11 @@ TEST_CASE("cuda.nccl.every_call_fails_in_turn" * doctest::timeout(600)) {
       collective_sequence(backend, comm, a, b, c);
       CHECK(download(c.view(), 1)[0] == 2.0f);
     }
-    MESSAGE(std::string(to_string(backend)) << ": " << total << " CUDA and NCCL calls, each failed once; "
-                               << surfaced << " surfaced as errors (" << nccl << " NCCL errors, "
-                               << aborted << " aborted the communicator)");
+    MESSAGE(std::string(to_string(backend))
+            << ": " << total << " CUDA and NCCL calls, each failed once; " << fired
+            << " failures came, " << surfaced << " surfaced as errors (" << nccl
+            << " NCCL errors, " << aborted << " aborted the communicator)");
     CHECK(nccl > 0);
-    CHECK(surfaced > total / 2);
+    CHECK(surfaced > fired / 2);
   }
 }
