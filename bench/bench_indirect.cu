@@ -4,13 +4,16 @@
 //     chain), replayed;
 // (2) what it saves: a loop whose every step sizes its work from a count the step before
 //     computed, as one launch (loop_while over a parallel_for_indirect) against raw CUDA on a
-//     stream reading the count back to the host every step.
+//     stream reading the count back to the host every step;
+// (3) enabling a command on the device: a chain of launch_if commands against the same chain
+//     of if_then around each kernel, both with the flag set and not.
 #include "bench_support.cuh"
 
 #include <cmdgraph/cmdgraph.hpp>
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 using namespace cmdgraph;
@@ -69,6 +72,11 @@ struct Steps {
   __host__ __device__ bool operator()() const { return *step < steps; }
 };
 
+struct FlagSet {  // (3): if_then's condition, the flag launch_if reads
+  const std::uint32_t* flag;
+  __host__ __device__ bool operator()() const { return *flag != 0; }
+};
+
 __global__ void raw_step(unsigned step, unsigned* count) { *count = count_of(step); }
 __global__ void raw_work(float* data, unsigned n) {
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -116,6 +124,44 @@ int main() {
   std::printf("%-52s %12.2f us per command over the raw fixed grid (target <= 3)\n",
               "launch_indirect's cost",
               (bench::median(t_indirect) - bench::median(t_raw)) / chain);
+
+  // (3) A command the device enables or not: launch_if against if_then around the kernel.
+  Buffer<std::uint32_t> flag(gpu, 1);
+  CommandBuffer switched("launch_if chain"), conditional("if_then chain");
+  std::vector<CommandBuffer> bodies;
+  bodies.reserve(chain);
+  for (int i = 0; i < chain; ++i) {
+    Command c = switched.launch_if(&touch, flag, LaunchConfig{{blocks}, {32}}, out.data());
+    bodies.emplace_back("body");
+    bodies.back().launch(&touch, LaunchConfig{{blocks}, {32}}, out.data());
+    Command f = conditional.if_then(FlagSet{flag.data()}, bodies.back());
+    if (i > 0) {
+      c.after(before_i);
+      f.after(before_f);
+    }
+    before_i = c;
+    before_f = f;
+  }
+  Executable ours_switched = compile(switched, gpu), ours_conditional = compile(conditional, gpu);
+  bench::header("a chain of 200 kernels the device enables or not, replayed (median of 15)");
+  for (std::uint32_t on : {1u, 0u}) {
+    BENCH_CUDA(cudaMemcpy(flag.data(), &on, sizeof on, cudaMemcpyHostToDevice));
+    std::vector<double> t_fixed_again, t_switched, t_conditional;
+    for (int t = 0; t < trials; ++t) {
+      t_fixed_again.push_back(
+          bench::device_us(stream, [&] { BENCH_CUDA(cudaGraphLaunch(raw, stream)); }));
+      t_switched.push_back(bench::device_us(stream, [&] { ours_switched.launch(queue); }));
+      t_conditional.push_back(bench::device_us(stream, [&] { ours_conditional.launch(queue); }));
+    }
+    const char* state = on ? "enabled" : "disabled";
+    bench::row(std::string(state) + ": launch_if over raw fixed grids",
+               bench::median(t_fixed_again), bench::median(t_switched), "us", "");
+    bench::row(std::string(state) + ": if_then over raw fixed grids",
+               bench::median(t_fixed_again), bench::median(t_conditional), "us", "");
+    std::printf("%-52s %12.3fx (target < 1: cheaper than a one-branch conditional)\n",
+                (std::string(state) + ": launch_if / if_then").c_str(),
+                bench::median(t_switched) / bench::median(t_conditional));
+  }
 
   // (2) A data-dependent loop: one launch, against the count read back every step.
   Buffer<float> data(gpu, most);

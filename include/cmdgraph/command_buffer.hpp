@@ -192,6 +192,56 @@ class CommandBuffer : public ConditionalCalls<CommandBuffer>  // loop_while, if_
         where));
   }
 
+  /// Launches `kernel` as launch() does when the first element of `flag` (a std::uint32_t that
+  /// commands before it in the same launch may write) is not 0 as the command runs, and runs
+  /// nothing when it is 0: the device enables or disables the command, with no host trip
+  /// (Vulkan's conditional rendering). It reads `flag` (hazards). On a CUDA graph a one-thread
+  /// kernel before the kernel's device-updatable node enables or disables it: one kernel
+  /// node less than if_then's body with its conditional node (the streams backend launches
+  /// the two as a graph of its own); the host backend runs no __global__ kernel (record
+  /// parallel_for_if to run on both). CUDA enables only kernel nodes from the device: a copy
+  /// or a fill decided on the device belongs in if_then. A re-recorded buffer changes it; its
+  /// handle updates nothing.
+  /// \pre `flag` is not null or empty and is aligned to 4 bytes, `config` has no zero
+  /// dimension (else Error(invalid_argument) naming the command, and nothing is recorded).
+  template <class Flag, class... P, class... A>
+    requires std::same_as<std::remove_const_t<detail::element_of<Flag>>, std::uint32_t> &&
+             (sizeof...(P) == sizeof...(A))
+  Command launch_if(void (*kernel)(P...), const Flag& flag, const detail::LaunchAt& config,
+                    A&&... args) {
+    return Command(add_launch<P...>(
+        CommandKind::indirect, config,
+        [&](const detail::KernelArguments& arguments) {
+          return add_indirect(
+              {detail::indirect_spec(flag, detail::IndirectForm::flag_grid, config.config, 0),
+               reinterpret_cast<const void*>(kernel), nullptr, arguments},
+              config.where);
+        },
+        std::forward<A>(args)...));
+  }
+
+  /// Calls f(i) for every i in [0, n), in parallel, when the first element of `flag` (a
+  /// std::uint32_t, as for launch_if) is not 0 as the command runs, and nothing when it is 0.
+  /// The functor is as for parallel_for. On CUDA devices as launch_if; on the host backend the
+  /// flag is read when the command runs.
+  /// \pre `flag` is not null or empty and is aligned to 4 bytes, `n` > 0 (else
+  /// Error(invalid_argument) naming the command, and nothing is recorded).
+  template <class Flag, class F>
+    requires std::invocable<const F&, std::size_t> &&
+             std::same_as<std::remove_const_t<detail::element_of<Flag>>, std::uint32_t>
+  Command parallel_for_if(const Flag& flag, std::size_t n, const F& f,
+                          std::source_location where = std::source_location::current()) {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "parallel_for functors are copied byte-wise to the device: capture pointers "
+                  "and values, not containers");
+    const detail::KernelParam functor = detail::kernel_param(f);
+    return Command(add_indirect(
+        {detail::indirect_spec(flag, detail::IndirectForm::flag_count, LaunchConfig{}, n),
+         detail::device_kernel_of<F>(), detail::host_invoke_of<F>(),
+         {&functor, 1, &typeid(F)}},
+        where));
+  }
+
   /// Copies `count` elements from `src` to `dst` (any mix of host, pinned and device memory).
   template <class Dst, class Src>
   CopyCommand<detail::element_of<Dst>> copy(

@@ -90,18 +90,21 @@ std::string problem_with(const ValueSpec& v) {
 }
 
 std::string problem_with(const IndirectSpec& indirect) {
-  const bool grid = indirect.form == IndirectForm::grid;
-  if (std::string p = problem_with(indirect.source, grid ? "grid source" : "count source");
-      !p.empty()) {
+  const IndirectForm form = indirect.form;
+  const std::string source = reads_flag(form)              ? "flag"
+                             : form == IndirectForm::grid ? "grid"
+                                                           : "count";
+  if (std::string p = problem_with(indirect.source, (source + " source").c_str()); !p.empty()) {
     return p;
   }
-  const std::size_t align = grid ? alignof(std::uint32_t) : indirect.source.element_size;
+  const std::size_t align =
+      form == IndirectForm::count ? indirect.source.element_size : alignof(std::uint32_t);
   if (reinterpret_cast<std::uintptr_t>(indirect.source.data) % align != 0) {
-    return std::string(grid ? "grid" : "count") + " source is not aligned to " +
-           std::to_string(align) + " bytes";
+    return source + " source is not aligned to " + std::to_string(align) + " bytes";
   }
-  if (!grid && indirect.max_count == 0) return "zero max_count";
-  return grid ? problem_with(indirect.limit) : std::string();
+  if (form == IndirectForm::count && indirect.max_count == 0) return "zero max_count";
+  if (form == IndirectForm::flag_count && indirect.max_count == 0) return "zero-size range";
+  return runs_items(form) ? std::string() : problem_with(indirect.limit);
 }
 
 std::string prepare(CollectiveSpec& c, int ranks, int rank, int device) {

@@ -50,8 +50,13 @@ __global__ void dispatch_count(cudaGraphDeviceNode_t node, const void* source, C
   }
 }
 
+__global__ void dispatch_flag(cudaGraphDeviceNode_t node, const unsigned* flag) {
+  cudaGraphKernelNodeSetEnabled(node, *flag != 0);
+}
+
 }  // namespace
 
+const void* flag_dispatcher() noexcept { return reinterpret_cast<const void*>(&dispatch_flag); }
 const void* grid_dispatcher() noexcept { return reinterpret_cast<const void*>(&dispatch_grid); }
 const void* count_dispatcher() noexcept { return reinterpret_cast<const void*>(&dispatch_count); }
 

@@ -1,7 +1,7 @@
-// The dispatchers of indirect commands: one-thread kernels that read a grid or a count from
-// device memory as the command runs and size the command's device-updatable kernel node from
-// it (lib/cuda/dispatch.cu, compiled with relocatable device code and device-linked inside the
-// library, so that users' code needs neither).
+// The dispatchers of indirect commands: one-thread kernels that read a grid, a count or a flag
+// from device memory as the command runs and size, or enable, the command's device-updatable
+// kernel node from it (lib/cuda/dispatch.cu, compiled with relocatable device code and
+// device-linked inside the library, so that users' code needs neither).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -36,5 +36,8 @@ const void* grid_dispatcher() noexcept;
 /// CountDispatch how, unsigned long long* report)`: sets `node`'s grid and count parameter
 /// from *count clamped to how.max_count, or disables the node for a count of 0.
 const void* count_dispatcher() noexcept;
+/// The host stub of `__global__ void (cudaGraphDeviceNode_t node, const unsigned* flag)`:
+/// enables `node` when *flag is not 0, disables it when it is.
+const void* flag_dispatcher() noexcept;
 
 }  // namespace cmdgraph::detail::cuda

@@ -118,8 +118,8 @@ detail::CommandRef CommandBuffer::add_indirect(const detail::IndirectRecord& rec
   const detail::KernelArguments& arguments = record.arguments;
   for (std::size_t i = 0; i < arguments.count; ++i) args.add(arguments.params[i]);
   std::uint32_t params = static_cast<std::uint32_t>(arguments.count);
-  if (record.spec.form == detail::IndirectForm::count) {
-    // The parallel_for kernel's count, which the dispatcher sets as the command runs.
+  if (detail::runs_items(record.spec.form)) {
+    // The parallel_for kernel's count, which a count's dispatcher sets as the command runs.
     args.add_value(static_cast<std::size_t>(record.spec.max_count));
     ++params;
   }

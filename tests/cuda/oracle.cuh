@@ -41,7 +41,9 @@ inline void declare_edges(std::vector<Command>& c, const Dag& dag, View<int> cel
 inline std::uint32_t write_counts_asks(std::size_t v) { return v % 2 == 0 ? 300 : 500; }
 
 // Vertex v is a parallel_for_indirect of at most 300 elements reading its count from
-// `counts[v]` (every 11th, when `counts` is not empty: write_counts fills it), a raw kernel
+// `counts[v]` (every 11th, when `counts` is not empty: write_counts fills it), or a
+// parallel_for_if of 300 elements that `counts[v]` (not 0) enables (every 22nd of them, 15
+// and on), a raw kernel
 // launch (every 4th of the others, unless `portable`), a 300-element parallel_for (every 3rd
 // of the others) or a one-element parallel_for. Edges are recorded, or declared as access to
 // `cells` when it is not empty (declare_edges). `costs`: each vertex's cost() when not empty.
@@ -54,10 +56,11 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
   Recorded r;
   r.elements.assign(dag.size, 1);
   auto is_indirect = [&](std::size_t v) { return counts.size() > 0 && v % 11 == 4; };
+  auto is_flagged = [&](std::size_t v) { return is_indirect(v) && v % 22 == 15; };
   auto is_kernel = [&](std::size_t v) { return !portable && v % 4 == 1 && !is_indirect(v); };
   for (std::size_t v = 0; v < dag.size; ++v) {
     if ((v % 3 == 2 && !is_kernel(v)) || is_indirect(v)) r.elements[v] = 300;
-    if (is_indirect(v) && write_counts_asks(v) > 300) ++r.clamped;
+    if (is_indirect(v) && !is_flagged(v) && write_counts_asks(v) > 300) ++r.clamped;
   }
   std::uint32_t per_launch = 0;
   for (auto e : r.elements) per_launch += e;
@@ -66,7 +69,9 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
   c.reserve(dag.size);
   for (std::uint32_t v = 0; v < dag.size; ++v) {
     const Ticket t{board, v};
-    if (is_indirect(v)) {
+    if (is_flagged(v)) {
+      c.push_back(cmd.parallel_for_if(counts.subview(v, 1), 300, t));
+    } else if (is_indirect(v)) {
       c.push_back(cmd.parallel_for_indirect(counts.subview(v, 1), 300, t));
     } else if (is_kernel(v)) {
       c.push_back(cmd.launch(&ticket_kernel, LaunchConfig{{1}, {1}}, t));

@@ -145,6 +145,72 @@ std::string segments(const std::vector<int>& v, int commands, int segment, int l
 
 }  // namespace
 
+namespace {
+
+// Sets the flag the next commands read: `*x` odd enables them.
+__global__ void choose_flag(const int* x, std::uint32_t* flag) { *flag = *x % 2; }
+
+// Passes of a loop whose even passes enable the commands after.
+struct Alternate {
+  std::uint32_t* flag;
+  int* passes;
+  __host__ __device__ void operator()(std::size_t) const {
+    *flag = *passes % 2 == 0;
+    *passes += 1;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cuda.indirect.a_flag_written_on_the_device_enables_the_command" *
+          doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    constexpr int size = 100'000;
+    Buffer<int> x(gpu, 1), out(gpu, size), blocks(gpu, 1);
+    Buffer<std::uint32_t> flag(gpu, 1);
+    CommandBuffer cmd("maybe");
+    auto zero = cmd.fill(out, 0, size);
+    auto none = cmd.fill(blocks, 0, 1);
+    auto chosen = cmd.launch(&choose_flag, LaunchConfig{{1}, {1}}, x.data(), flag.data());
+    cmd.parallel_for_if(flag, 90'000, Mark{out.data()}).after(zero, chosen).named("visit");
+    cmd.launch_if(&count_blocks, flag, LaunchConfig{{6, 2}, {64}}, blocks.data())
+        .after(none, chosen)
+        .named("count");
+    Executable exe = compile(cmd, gpu, {.backend = backend});
+    Queue q(gpu);
+    for (int on : {1, 0, 0, 3, 2, 1}) {
+      CAPTURE(on);
+      write_ints(x, {on});
+      poison(out);
+      poison(blocks);
+      exe.launch(q).wait();
+      const bool enabled = on % 2 == 1;
+      REQUIRE(read_ints(out) == expected_marks(enabled ? 90'000 : 0, size));
+      CHECK(read_ints(blocks) == std::vector<int>{enabled ? 12 : 0});
+    }
+    CHECK(exe.clamped_dispatches().empty());
+
+    // In a loop body, the flag changes every pass: passes 0 and 2 of 4 run the command.
+    Buffer<int> passes(gpu, 1);
+    CommandBuffer body("pass");
+    auto decide = body.parallel_for(1, Alternate{flag.data(), passes.data()});
+    body.parallel_for_if(flag, 1000, Mark{out.data()}).after(decide);
+    CommandBuffer looped("looped");
+    auto restart = looped.fill(passes, 0, 1);
+    auto clean = looped.fill(out, 0, size);
+    looped.loop_while(body, More{passes.data()}).after(restart, clean);
+    Executable loop = compile(looped, gpu, {.backend = backend});
+    for (int run = 0; run < 2; ++run) {
+      poison(out);
+      loop.launch(q).wait();
+      std::vector<int> want(size, 0);
+      for (int i = 0; i < 1000; ++i) want[i] = 2;
+      REQUIRE(read_ints(out) == want);
+    }
+  }
+}
+
 TEST_CASE("cuda.indirect.several_commands_launched_back_to_back" * doctest::timeout(120)) {
   // Four indirect commands (as a chain or side by side) read 300 and 500 in turns, at most 300
   // each; launched three times before one wait or with a wait after each, with a small and a

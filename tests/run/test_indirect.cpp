@@ -155,3 +155,46 @@ TEST_CASE("indirect.host_source_in_device_memory_is_refused" * doctest::timeout(
   REQUIRE(e);
   CHECK(mentions(*e, "far_count"));
 }
+
+TEST_CASE("indirect.host_runs_a_command_the_flag_written_before_it_enables" *
+          doctest::timeout(60)) {
+  const Device host = Device::host();
+  HostBuffer<int> out(300);
+  HostBuffer<std::uint32_t> flag(1);
+  CommandBuffer cmd("maybe");
+  auto zero = cmd.fill(out, 0, 300);
+  auto decide = cmd.write_value(flag, 0u).named("decide");
+  cmd.parallel_for_if(flag, 256, Mark{out.data()}).after(zero, decide).named("visit");
+  Executable exe = compile(cmd, host);
+  Queue q(host);
+  for (std::uint32_t on : {0u, 1u, 0u, 7u}) {
+    CAPTURE(on);
+    exe.update(decide, flag, on);  // the flag comes from a command of the same launch
+    exe.launch(q).wait();
+    for (int i = 0; i < 300; ++i) REQUIRE(out[i] == (on != 0 && i < 256 ? 1 : 0));
+  }
+  CHECK(exe.clamped_dispatches().empty());  // a flag never clamps
+
+  // Refusals name the command, and record nothing.
+  CommandBuffer bad("bad");
+  auto e = CMDGRAPH_EXPECT_ERROR(bad.parallel_for_if(flag, 0, Mark{out.data()}),
+                                 errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(mentions(*e, "zero-size range"));
+  e = CMDGRAPH_EXPECT_ERROR(bad.parallel_for_if(View<std::uint32_t>{}, 4, Mark{out.data()}),
+                            errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(mentions(*e, "flag source"));
+  e = CMDGRAPH_EXPECT_ERROR(
+      bad.launch_if(&not_a_kernel, flag, LaunchConfig{{0}, {32}}, out.data()),
+      errc::invalid_argument);
+  REQUIRE(e);
+  CHECK(mentions(*e, "non-zero"));
+  CHECK(bad.size() == 0);
+  // The host backend runs no __global__ kernel.
+  bad.launch_if(&not_a_kernel, flag, LaunchConfig{{4}, {32}}, out.data()).named("switched");
+  e = CMDGRAPH_EXPECT_ERROR(compile(bad, Device::host()), errc::unsupported);
+  REQUIRE(e);
+  CHECK(mentions(*e, "switched"));
+  CHECK(mentions(*e, "CUDA device"));
+}

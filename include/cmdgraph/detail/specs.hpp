@@ -105,14 +105,26 @@ struct MemoryRange {
   unsigned char zero[3] = {};  // what would be padding, zeroed
 };
 
-/// How an indirect command reads its size as it runs: a grid (DispatchSize) or a count.
-enum class IndirectForm : std::uint32_t { grid, count };
+/// How an indirect command reads what it runs as it runs: a kernel's grid (a DispatchSize), a
+/// parallel_for's count, or a flag (a std::uint32_t) that runs the kernel's recorded grid or
+/// the parallel_for's recorded count when it is not 0, and nothing when it is.
+enum class IndirectForm : std::uint32_t { grid, count, flag_grid, flag_count };
+/// True for the forms of a parallel_for (its kernel loops to a count parameter).
+constexpr bool runs_items(IndirectForm form) noexcept {
+  return form == IndirectForm::count || form == IndirectForm::flag_count;
+}
+/// True for the forms a flag enables.
+constexpr bool reads_flag(IndirectForm form) noexcept {
+  return form == IndirectForm::flag_grid || form == IndirectForm::flag_count;
+}
 
-/// An indirect command's values: where its size is read from, and its limits.
+/// An indirect command's values: where it reads from, and its limits.
 struct IndirectSpec {
-  MemoryRange source;       // one DispatchSize (grid) or one std::uint32_t or std::uint64_t
-  LaunchConfig limit;       // grid: the largest grid, the block and the shared memory
-  std::uint64_t max_count;  // count: the most items a run covers
+  MemoryRange source;       // one DispatchSize (grid), one std::uint32_t or std::uint64_t
+                            // (count), one std::uint32_t (a flag)
+  LaunchConfig limit;       // grid, flag_grid: the largest (or the) grid, the block and the
+                            // shared memory
+  std::uint64_t max_count;  // count: the most items a run covers; flag_count: the items
   IndirectForm form;
   std::uint32_t zero = 0;   // what would be padding, zeroed
 };

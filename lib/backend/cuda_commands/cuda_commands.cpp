@@ -327,8 +327,8 @@ struct GraphForm {
     for (std::uint32_t i = 0; i < p.param_count; ++i) {
       work.params.push_back(args.data(p.first_param() + i));
     }
-    IndirectDispatch dispatch{spec.source.data, spec.form == IndirectForm::count, {}, {}};
-    if (dispatch.counts) {
+    IndirectDispatch dispatch{spec.source.data, spec.form, {}, {}};
+    if (runs_items(spec.form)) {
       const std::uint64_t blocks = (spec.max_count + parallel_for_block - 1) / parallel_for_block;
       const unsigned max_blocks = static_cast<unsigned>(
           std::min<std::uint64_t>(blocks, resident_blocks(p.function, site.device())));

@@ -44,11 +44,12 @@ std::optional<int> kernel_priority(const CommandRecord& command, int device,
 std::optional<KernelLaunch> kernel_launch(const Payload& payload, const ArgumentStore& args,
                                           int device);
 
-/// How an indirect command's dispatcher sizes its kernel node: from the grid at `source`
-/// clamped to `limit`, or from the count at `source` as `count` says.
+/// How an indirect command's dispatcher sizes its kernel node, as `form` says: from the grid
+/// at `source` clamped to `limit`, from the count at `source` as `count` says, or enabled by
+/// the flag at `source`.
 struct IndirectDispatch {
   const void* source;
-  bool counts;
+  IndirectForm form;
   dim3 limit;
   cuda::CountDispatch count;
 };

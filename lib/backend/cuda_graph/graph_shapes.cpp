@@ -13,8 +13,8 @@
 
 namespace cmdgraph::detail {
 
-// The dispatcher, a one-thread kernel after the command's parents, reads the grid or count and
-// sizes the kernel's node, which follows it, on the device.
+// The dispatcher, a one-thread kernel after the command's parents, reads the grid, count or
+// flag and sizes or enables the kernel's node, which follows it, on the device.
 cudaGraphNode_t GraphBuilder::add_indirect(const Plan& plan, std::uint32_t c,
                                            cuda::NodeSpec& work, const IndirectDispatch& dispatch,
                                            cudaGraph_t graph,
@@ -36,12 +36,20 @@ cudaGraphNode_t GraphBuilder::add_indirect(const Plan& plan, std::uint32_t c,
   // Kernel node parameters are copied when a node is made: pointers to locals are fine.
   void* grid_params[] = {&handle, const_cast<void**>(&source), &limit, &report};
   void* count_params[] = {&handle, const_cast<void**>(&source), &count, &report};
+  void* flag_params[] = {&handle, const_cast<void**>(&source)};
   cuda::NodeSpec dispatcher = cuda::NodeSpec::of(cudaGraphNodeTypeKernel);
-  dispatcher.params.kernel.func = const_cast<void*>(dispatch.counts ? cuda::count_dispatcher()
-                                                                    : cuda::grid_dispatcher());
   dispatcher.params.kernel.gridDim = dim3(1);
   dispatcher.params.kernel.blockDim = dim3(1);
-  dispatcher.params.kernel.kernelParams = dispatch.counts ? count_params : grid_params;
+  if (reads_flag(dispatch.form)) {
+    dispatcher.params.kernel.func = const_cast<void*>(cuda::flag_dispatcher());
+    dispatcher.params.kernel.kernelParams = flag_params;
+  } else if (dispatch.form == IndirectForm::count) {
+    dispatcher.params.kernel.func = const_cast<void*>(cuda::count_dispatcher());
+    dispatcher.params.kernel.kernelParams = count_params;
+  } else {
+    dispatcher.params.kernel.func = const_cast<void*>(cuda::grid_dispatcher());
+    dispatcher.params.kernel.kernelParams = grid_params;
+  }
   const cudaGraphNode_t first = cuda::add_node(graph, deps, dispatcher, name);
   cuda::add_edge(graph, first, kernel, name);
   if (cupti_) {

@@ -111,7 +111,7 @@ struct Refuse {
   }
   HostRefusal operator()(const IndirectPayload& p) const {
     const auto& spec = args.get<IndirectSpec>(p.spec);
-    if (spec.form == IndirectForm::grid) return global_kernel();
+    if (!runs_items(spec.form)) return global_kernel();
     if (!p.host) return {errc::unsupported, "its functor has no host version (__device__ only)"};
     return host_memory_refusal(spec.source);
   }
@@ -135,12 +135,16 @@ struct Run {
   HostOutcome operator()(const ParallelForPayload& p) const {
     return launch.run_parallel_for(task, p.host, p.functor, args.get<std::size_t>(p.count()));
   }
-  // Refused with a grid (a __global__ kernel); a count is read as the command runs.
+  // Refused with a grid (a __global__ kernel); a count or a flag is read as the command runs.
   HostOutcome operator()(const IndirectPayload& p) const {
     const auto& spec = args.get<IndirectSpec>(p.spec);
-    const std::uint64_t asked = load_value({spec.source, 0, false, ValueCompare::equal});
-    const std::uint64_t count = std::min(asked, spec.max_count);
-    launch.note_dispatch(task, asked, count != asked);
+    const std::uint64_t read = load_value({spec.source, 0, false, ValueCompare::equal});
+    if (reads_flag(spec.form)) {
+      if (read == 0) return HostOutcome::ok;
+      return launch.run_parallel_for(task, p.host, p.first_param(), spec.max_count);
+    }
+    const std::uint64_t count = std::min(read, spec.max_count);
+    launch.note_dispatch(task, read, count != read);
     if (count == 0) return HostOutcome::ok;
     return launch.run_parallel_for(task, p.host, p.first_param(), count);
   }

@@ -17,12 +17,14 @@ namespace {
 
 // Records `dag` with vertex v as a host task (every 7th), a parallel_for of `elements[v]`
 // tickets (every 5th: chunked across the pool), a parallel_for_indirect of 700 tickets, its
-// count read from `counts` as it runs (every 11th; every other one asks for 1,000 and is
-// clamped to 700), or a one-element parallel_for.
+// count read from `counts` as it runs (every 22nd; every other one asks for 1,000 and is
+// clamped to 700), a parallel_for_if of 700 tickets that its count (not 0) enables (every
+// 22nd, 11 after them), or a one-element parallel_for.
 std::vector<std::uint32_t> record_dag(CommandBuffer& cmd, const Dag& dag, Observations& obs,
                                       std::uint32_t launches, std::vector<std::uint32_t>& counts) {
   auto is_host_task = [](std::size_t v) { return v % 7 == 6; };
   auto is_indirect = [&](std::size_t v) { return v % 11 == 4 && !is_host_task(v); };
+  auto is_flagged = [&](std::size_t v) { return is_indirect(v) && v % 22 == 15; };
   std::vector<std::uint32_t> elements(dag.size, 1);
   counts.assign(dag.size, 0);
   for (std::size_t v = 0; v < dag.size; ++v) {
@@ -38,6 +40,8 @@ std::vector<std::uint32_t> record_dag(CommandBuffer& cmd, const Dag& dag, Observ
     const Ticket ticket{board, v};
     if (is_host_task(v)) {
       commands.push_back(cmd.host([ticket] { ticket(0); }));
+    } else if (is_flagged(v)) {
+      commands.push_back(cmd.parallel_for_if(host_view(&counts[v], 1), 700, ticket));
     } else if (is_indirect(v)) {
       commands.push_back(cmd.parallel_for_indirect(host_view(&counts[v], 1), 700, ticket));
     } else {
@@ -64,9 +68,12 @@ void run_oracle(DagShape shape, std::size_t n, std::uint32_t seed, std::uint32_t
   queue.wait();
   const std::string verdict = check_order(dag, obs, launches, elements);
   CHECK_MESSAGE(verdict.empty(), verdict);
-  // Each indirect command asking for 1,000 was clamped in every launch, and only those.
+  // Each indirect command asking for 1,000 was clamped in every launch, and only those (a
+  // flag asks for nothing: vertex v % 22 == 15).
   const auto clamped = exe.clamped_dispatches();
-  CHECK(clamped.size() == static_cast<std::size_t>(std::count(counts.begin(), counts.end(), 1000u)));
+  std::size_t asking = 0;
+  for (std::size_t v = 0; v < counts.size(); ++v) asking += counts[v] == 1000u && v % 22 != 15;
+  CHECK(clamped.size() == asking);
   for (const ClampedDispatch& d : clamped) {
     CHECK(d.times == launches);
     CHECK(d.largest == 1000u);
