@@ -132,9 +132,11 @@ struct CompileOptions {
   /// (cudaGraphInstantiateFlagDeviceLaunch): kernels launch it through the handle
   /// Executable::device_executable() gives, with cmdgraph/device_launch.cuh. Needs a CUDA
   /// device and the cuda_graph backend, and no profiling; the graph holds only what CUDA's
-  /// device graphs hold: compile() throws Error(unsupported) naming the first command that
-  /// cannot be in one (host tasks, events, captures, collectives, transient memory, value
-  /// writes and waits), and the command CUDA names when it refuses the graph.
+  /// device graphs hold (kernel, memcpy, memset and child graph nodes): kernels,
+  /// parallel_for, indirect commands, copies, fills and executed buffers of these. compile()
+  /// throws Error(unsupported) naming the first other command (host tasks, events, barriers,
+  /// conditional commands, captures, collectives, transient memory, value writes and waits),
+  /// and the command CUDA names when it refuses the graph.
   bool device_launch = false;
 
   /// Equal when every field is (ExecutableCache keys by them).

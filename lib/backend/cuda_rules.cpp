@@ -42,11 +42,12 @@ std::optional<CudaRuleBreach> breach_in(const Plan& plan, const Plan& root, With
 std::optional<CudaRuleBreach> first_outside_device_graphs(const Plan& plan, const Plan& root) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     const KindTraits& t = traits(plan.kind(c));
-    if (!t.in_device_loop) {
+    if (!t.in_device_loop || !t.in_device_graph) {
       return CudaRuleBreach{command_label(plan, c, root),
                             t.with_article() + " command cannot be in a graph launched from the "
-                            "device, which holds only kernels, parallel_for, copies, fills, "
-                            "executed buffers, barriers and conditional commands"};
+                            "device, which holds only kernels, parallel_for, indirect commands, "
+                            "copies, fills and executed buffers of these (CUDA's device graphs "
+                            "hold kernel, memcpy, memset and child graph nodes)"};
     }
     for (const auto& body : plan.bodies_of(c)) {
       if (auto found = first_outside_device_graphs(*body, root)) return found;

@@ -26,8 +26,9 @@ std::optional<CudaRuleBreach> cuda_structure_breach(const Plan& plan);
 /// The first command of `plan` (the bodies it runs included) that a graph launched from the
 /// device cannot hold (CompileOptions::device_launch): one that a conditional body cannot hold
 /// either (host tasks, events, captures, collectives, transient memory, value writes and
-/// waits: what CUDA's device graphs, which hold kernel, memcpy, memset and child graph nodes,
-/// cannot run).
+/// waits), a barrier or a conditional command. CUDA's device graphs hold kernel, memcpy,
+/// memset and child graph nodes: the H100 refused empty and conditional nodes, and ran
+/// device-updatable kernel nodes (tests/cuda/test_cuda_device_launch.cu).
 std::optional<CudaRuleBreach> device_graph_breach(const Plan& plan);
 
 /// Why a GPU cannot reach `r` as a value of a command of `kind` (a memory operation's target

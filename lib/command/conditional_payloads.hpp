@@ -62,7 +62,8 @@ struct ConditionalBodies {
 struct LoopPayload : ConditionalBodies {
   static constexpr KindTraits traits{.kind = CommandKind::loop, .name = "loop_while",
                                      .dot_shape = "doubleoctagon", .runs_device_code = true,
-                                     .declares_access = true, .conditional = true};
+                                     .in_device_graph = false, .declares_access = true,
+                                     .conditional = true};
   static constexpr Branching branching = Branching::repeat;
   bool operator==(const LoopPayload&) const = default;
 };
@@ -70,7 +71,8 @@ struct LoopPayload : ConditionalBodies {
 struct IfPayload : ConditionalBodies {
   static constexpr KindTraits traits{.kind = CommandKind::if_then, .name = "if_then",
                                      .dot_shape = "Mdiamond", .runs_device_code = true,
-                                     .declares_access = true, .conditional = true};
+                                     .in_device_graph = false, .declares_access = true,
+                                     .conditional = true};
   static constexpr Branching branching = Branching::once;  // one body
   bool operator==(const IfPayload&) const = default;
 };
@@ -78,7 +80,8 @@ struct IfPayload : ConditionalBodies {
 struct IfElsePayload : ConditionalBodies {
   static constexpr KindTraits traits{.kind = CommandKind::if_else, .name = "if_else",
                                      .dot_shape = "hexagon", .runs_device_code = true,
-                                     .declares_access = true, .conditional = true};
+                                     .in_device_graph = false, .declares_access = true,
+                                     .conditional = true};
   static constexpr Branching branching = Branching::once;  // then, else
   bool operator==(const IfElsePayload&) const = default;
 };
@@ -86,7 +89,8 @@ struct IfElsePayload : ConditionalBodies {
 struct SwitchPayload : ConditionalBodies {
   static constexpr KindTraits traits{.kind = CommandKind::switch_on, .name = "switch_on",
                                      .dot_shape = "invtrapezium", .runs_device_code = true,
-                                     .declares_access = true, .conditional = true};
+                                     .in_device_graph = false, .declares_access = true,
+                                     .conditional = true};
   static constexpr Branching branching = Branching::select;  // one body per case
   bool operator==(const SwitchPayload&) const = default;
 };

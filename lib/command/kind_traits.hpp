@@ -20,6 +20,9 @@ struct KindTraits {
   bool updatable = false;         ///< its values change through Executable::update(handle, ...)
   bool in_device_loop = true;     ///< may sit in the body of a conditional command on a CUDA
                                   ///< device (a conditional node's body graph)
+  bool in_device_graph = true;    ///< may be in a graph launched from the device, if it may be
+                                  ///< in a conditional body (CompileOptions::device_launch:
+                                  ///< CUDA's device graphs hold no empty or conditional node)
   bool declares_access = false;   ///< takes reads()/writes() (a conditional command's: what its
                                   ///< condition reads); else its access is implied by what it
                                   ///< stores (copies, fills, executed buffers) or it has none

@@ -145,7 +145,8 @@ struct CapturePayload {
 
 struct BarrierPayload {
   static constexpr KindTraits traits{.kind = CommandKind::barrier, .name = "barrier",
-                                     .dot_shape = "point", .weight = 0};
+                                     .dot_shape = "point", .weight = 0,
+                                     .in_device_graph = false};
   bool operator==(const BarrierPayload&) const = default;
 };
 
