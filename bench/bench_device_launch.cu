@@ -152,7 +152,11 @@ int main() {
   p.launch(&launch_beside, LaunchConfig{{1}, {1}}, ours_child.device_executable(queue),
            status_word);
   Executable ours_parent = compile(p, gpu);
-  std::vector<double> t_pair, t_raw_beside, t_ours_beside;
+  // Where a difference would come from: the raw parent launching cmdgraph's child.
+  void* ours_child_graph = ours_child.device_executable(queue).graph;
+  void* mixed_args[] = {&ours_child_graph, &status_word};
+  cudaGraphExec_t mixed_parent = one_node_graph(&raw_launch_beside, mixed_args, false, stream);
+  std::vector<double> t_pair, t_raw_beside, t_ours_beside, t_mixed;
   for (int t = 0; t < trials; ++t) {
     t_pair.push_back(bench::device_us(stream, [&] {
       for (int i = 0; i < pairs; ++i) {
@@ -165,6 +169,9 @@ int main() {
     }));
     t_ours_beside.push_back(bench::device_us(stream, [&] {
       for (int i = 0; i < pairs; ++i) ours_parent.launch(queue);
+    }));
+    t_mixed.push_back(bench::device_us(stream, [&] {
+      for (int i = 0; i < pairs; ++i) BENCH_CUDA(cudaGraphLaunch(mixed_parent, stream));
     }));
   }
   int refused = 0;
@@ -179,9 +186,11 @@ int main() {
   bench::row("the first launches the second (fire-and-forget)",
              bench::median(t_raw_beside) / pairs, bench::median(t_ours_beside) / pairs, "us",
              "1.0x of raw");
+  bench::row("the same, the raw first launching cmdgraph's second",
+             bench::median(t_raw_beside) / pairs, bench::median(t_mixed) / pairs, "us", "");
 
   BENCH_CUDA(cudaFreeHost(decision));
-  for (cudaGraphExec_t e : {host_step, raw_loop, child, first, raw_parent}) {
+  for (cudaGraphExec_t e : {host_step, raw_loop, child, first, raw_parent, mixed_parent}) {
     BENCH_CUDA(cudaGraphExecDestroy(e));
   }
   return 0;
