@@ -156,6 +156,23 @@ int main() {
   void* ours_child_graph = ours_child.device_executable(queue).graph;
   void* mixed_args[] = {&ours_child_graph, &status_word};
   cudaGraphExec_t mixed_parent = one_node_graph(&raw_launch_beside, mixed_args, false, stream);
+  // Probe: the raw child instantiated as compile() instantiates (with params, uploading).
+  cudaGraphExec_t child_with_params;
+  {
+    cudaGraph_t g;
+    BENCH_CUDA(cudaGraphCreate(&g, 0));
+    const cudaKernelNodeParams kp = bench::one_thread_node(&count_step, count_args);
+    cudaGraphNode_t node;
+    BENCH_CUDA(cudaGraphAddKernelNode(&node, g, nullptr, 0, &kp));
+    cudaGraphInstantiateParams ip{};
+    ip.flags = cudaGraphInstantiateFlagDeviceLaunch | cudaGraphInstantiateFlagUpload;
+    ip.uploadStream = stream;
+    BENCH_CUDA(cudaGraphInstantiateWithParams(&child_with_params, g, &ip));
+    BENCH_CUDA(cudaGraphDestroy(g));
+  }
+  void* probe_args[] = {&child_with_params, &status_word};
+  cudaGraphExec_t probe_parent = one_node_graph(&raw_launch_beside, probe_args, false, stream);
+  std::vector<double> t_probe;
   std::vector<double> t_pair, t_raw_beside, t_ours_beside, t_mixed;
   for (int t = 0; t < trials; ++t) {
     t_pair.push_back(bench::device_us(stream, [&] {
@@ -173,6 +190,9 @@ int main() {
     t_mixed.push_back(bench::device_us(stream, [&] {
       for (int i = 0; i < pairs; ++i) BENCH_CUDA(cudaGraphLaunch(mixed_parent, stream));
     }));
+    t_probe.push_back(bench::device_us(stream, [&] {
+      for (int i = 0; i < pairs; ++i) BENCH_CUDA(cudaGraphLaunch(probe_parent, stream));
+    }));
   }
   int refused = 0;
   BENCH_CUDA(cudaMemcpy(&refused, status_word, sizeof refused, cudaMemcpyDeviceToHost));
@@ -186,6 +206,8 @@ int main() {
   bench::row("the first launches the second (fire-and-forget)",
              bench::median(t_raw_beside) / pairs, bench::median(t_ours_beside) / pairs, "us",
              "1.0x of raw");
+  bench::row("probe: raw second instantiated with params and upload",
+             bench::median(t_raw_beside) / pairs, bench::median(t_probe) / pairs, "us", "");
   bench::row("the same, the raw first launching cmdgraph's second",
              bench::median(t_raw_beside) / pairs, bench::median(t_mixed) / pairs, "us", "");
 
