@@ -16,8 +16,8 @@ namespace cmdgraph::device {
 
 // Every function below launches once per call: call it from one thread, from a kernel that
 // runs in a CUDA graph (a cuda_graph executable, or a graph launched from the device). Each
-// returns CUDA's status: cudaSuccess, or why CUDA refused (the graph is running already, too
-// many launches are pending, the calling kernel runs in no graph).
+// returns CUDA's status: cudaSuccess, or why CUDA refused (a graph launched already and not
+// yet ended: cudaErrorInvalidValue).
 
 /// Launches `executable` now, beside the calling graph: the launching graph's launch ends
 /// only once it has ended too (cudaStreamGraphFireAndForget).

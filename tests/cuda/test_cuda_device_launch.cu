@@ -94,6 +94,40 @@ TEST_CASE("cuda.device_launch.a_kernel_launches_an_executable_beside_it" *
   CHECK(read_ints(out) == std::vector<int>(n, 7));
 }
 
+namespace {
+
+// Launches `child` beside the calling graph twice in a row: CUDA's answers in status[0..1].
+__global__ void launch_child_twice(DeviceExecutable child, int* status) {
+  status[0] = device::launch(child);
+  status[1] = device::launch(child);
+}
+
+__global__ void count_run(int* runs) { atomicAdd(runs, 1); }
+
+}  // namespace
+
+TEST_CASE("cuda.device_launch.a_graph_launched_already_is_refused" * doctest::timeout(120)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> runs(gpu, 1), status(gpu, 2);
+  CommandBuffer cmd("child");
+  cmd.launch(&count_run, LaunchConfig{{1}, {1}}, runs.data());
+  Executable child = compile(cmd, gpu, {.device_launch = true});
+  Queue q(gpu);
+  CommandBuffer p("parent");
+  p.launch(&launch_child_twice, LaunchConfig{{1}, {1}}, child.device_executable(q),
+           status.data());
+  Executable parent = compile(p, gpu);
+  write_ints(runs, {0});
+  poison(status);
+  parent.launch(q).wait();
+  const std::vector<int> said = read_ints(status);
+  MESSAGE("the second launch: " << said[1] << " ("
+                                << std::string(cudaGetErrorString(cudaError_t(said[1]))) << ")");
+  CHECK(said[0] == cudaSuccess);
+  CHECK(said[1] != cudaSuccess);
+  CHECK(read_ints(runs) == std::vector<int>{1});
+}
+
 TEST_CASE("cuda.device_launch.a_tail_launch_sees_the_whole_launching_graph" *
           doctest::timeout(120)) {
   const Device gpu = Device::cuda(0);
