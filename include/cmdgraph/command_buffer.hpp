@@ -11,6 +11,7 @@
 #include <cmdgraph/detail/specs.hpp>
 #include <cmdgraph/detail/views.hpp>
 #include <cmdgraph/event.hpp>
+#include <cmdgraph/indirect_calls.hpp>
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/transient.hpp>
 #if CMDGRAPH_HAVE_NCCL
@@ -49,7 +50,8 @@ const std::shared_ptr<Recording>& recording_of(const CommandBuffer& buffer);
 /// Commands are recorded in any order; edges say what must finish before what. Arguments are
 /// copied when recorded. compile() seals the buffer: recording again throws until reset().
 /// One thread at a time may use a CommandBuffer.
-class CommandBuffer : public ConditionalCalls<CommandBuffer>  // loop_while, if_then, ...
+class CommandBuffer : public ConditionalCalls<CommandBuffer>,  // loop_while, if_then, ...
+                      public IndirectCalls<CommandBuffer>  // launch_indirect, launch_if, ...
 #if CMDGRAPH_HAVE_NCCL
     , public CollectiveCalls<CommandBuffer>  // all_reduce, broadcast, ..., exchange
 #endif
@@ -135,110 +137,6 @@ class CommandBuffer : public ConditionalCalls<CommandBuffer>  // loop_while, if_
     return ParallelForCommand<F>(add_parallel_for(
         {n, detail::kernel_param(f), detail::host_invoke_of<F>(), detail::device_kernel_of<F>(),
          &typeid(F)},
-        where));
-  }
-
-  /// Launches `kernel` on a grid read from memory as the command runs (Vulkan's
-  /// vkCmdDispatchIndirect): the first element of `grid`, a DispatchSize, which commands before
-  /// it in the same launch may write. It reads `grid` (hazards): order its writers before it by
-  /// an edge or declared access. `config.grid` is the largest grid it runs: a dimension asked
-  /// beyond it is clamped to it, and the run counted by Executable::clamped_dispatches(); a 0
-  /// in any dimension runs nothing. Arguments as for launch(). On a CUDA graph the kernel is a
-  /// device-updatable node whose grid a one-thread kernel before it sets on the device, so
-  /// no size returns to the host (the streams backend launches the two as a graph of its own);
-  /// the host backend runs no __global__ kernel (record parallel_for_indirect to run on both).
-  /// A re-recorded buffer changes it; its handle updates nothing.
-  /// \pre `grid` is not null or empty and is aligned to 4 bytes, `config` has no zero
-  /// dimension (else Error(invalid_argument) naming the command, and nothing is recorded).
-  template <class Grid, class... P, class... A>
-    requires std::same_as<std::remove_const_t<detail::element_of<Grid>>, DispatchSize> &&
-             (sizeof...(P) == sizeof...(A))
-  Command launch_indirect(void (*kernel)(P...), const Grid& grid, const detail::LaunchAt& config,
-                          A&&... args) {
-    return Command(add_launch<P...>(
-        CommandKind::indirect, config,
-        [&](const detail::KernelArguments& arguments) {
-          return add_indirect(
-              {detail::indirect_spec(grid, detail::IndirectForm::grid, config.config, 0),
-               reinterpret_cast<const void*>(kernel), nullptr, arguments},
-              config.where);
-        },
-        std::forward<A>(args)...));
-  }
-
-  /// Calls f(i) for every i in [0, n), in parallel, where n is read from memory as the command
-  /// runs: the first element of `count` (std::uint32_t or std::uint64_t), which commands
-  /// before it in the same launch may write (it reads `count`, as launch_indirect reads its
-  /// grid). A count above `max_count` runs `max_count` items, and the run is counted by
-  /// Executable::clamped_dispatches(); a count of 0 runs nothing. The functor is as for
-  /// parallel_for. On CUDA devices a dispatcher kernel sizes the parallel_for's node on the
-  /// device, as for launch_indirect; on the host backend the count is read when the command
-  /// runs. A re-recorded buffer changes it; its handle updates nothing.
-  /// \pre `count` is not null or empty and is aligned to its element, `max_count` > 0 (else
-  /// Error(invalid_argument) naming the command, and nothing is recorded).
-  template <class Count, class F>
-    requires std::invocable<const F&, std::size_t> &&
-             detail::MemoryOpValue<std::remove_const_t<detail::element_of<Count>>>
-  Command parallel_for_indirect(const Count& count, std::size_t max_count, const F& f,
-                                std::source_location where = std::source_location::current()) {
-    static_assert(std::is_trivially_copyable_v<F>,
-                  "parallel_for functors are copied byte-wise to the device: capture pointers "
-                  "and values, not containers");
-    const detail::KernelParam functor = detail::kernel_param(f);
-    return Command(add_indirect(
-        {detail::indirect_spec(count, detail::IndirectForm::count, LaunchConfig{}, max_count),
-         detail::device_kernel_of<F>(), detail::host_invoke_of<F>(),
-         {&functor, 1, &typeid(F)}},
-        where));
-  }
-
-  /// Launches `kernel` as launch() does when the first element of `flag` (a std::uint32_t that
-  /// commands before it in the same launch may write) is not 0 as the command runs, and runs
-  /// nothing when it is 0: the device enables or disables the command, with no host trip
-  /// (Vulkan's conditional rendering). It reads `flag` (hazards). On a CUDA graph a one-thread
-  /// kernel before the kernel's device-updatable node enables or disables it: one kernel
-  /// node less than if_then's body with its conditional node (the streams backend launches
-  /// the two as a graph of its own); the host backend runs no __global__ kernel (record
-  /// parallel_for_if to run on both). CUDA enables only kernel nodes from the device: a copy
-  /// or a fill decided on the device belongs in if_then. A re-recorded buffer changes it; its
-  /// handle updates nothing.
-  /// \pre `flag` is not null or empty and is aligned to 4 bytes, `config` has no zero
-  /// dimension (else Error(invalid_argument) naming the command, and nothing is recorded).
-  template <class Flag, class... P, class... A>
-    requires std::same_as<std::remove_const_t<detail::element_of<Flag>>, std::uint32_t> &&
-             (sizeof...(P) == sizeof...(A))
-  Command launch_if(void (*kernel)(P...), const Flag& flag, const detail::LaunchAt& config,
-                    A&&... args) {
-    return Command(add_launch<P...>(
-        CommandKind::indirect, config,
-        [&](const detail::KernelArguments& arguments) {
-          return add_indirect(
-              {detail::indirect_spec(flag, detail::IndirectForm::flag_grid, config.config, 0),
-               reinterpret_cast<const void*>(kernel), nullptr, arguments},
-              config.where);
-        },
-        std::forward<A>(args)...));
-  }
-
-  /// Calls f(i) for every i in [0, n), in parallel, when the first element of `flag` (a
-  /// std::uint32_t, as for launch_if) is not 0 as the command runs, and nothing when it is 0.
-  /// The functor is as for parallel_for. On CUDA devices as launch_if; on the host backend the
-  /// flag is read when the command runs.
-  /// \pre `flag` is not null or empty and is aligned to 4 bytes, `n` > 0 (else
-  /// Error(invalid_argument) naming the command, and nothing is recorded).
-  template <class Flag, class F>
-    requires std::invocable<const F&, std::size_t> &&
-             std::same_as<std::remove_const_t<detail::element_of<Flag>>, std::uint32_t>
-  Command parallel_for_if(const Flag& flag, std::size_t n, const F& f,
-                          std::source_location where = std::source_location::current()) {
-    static_assert(std::is_trivially_copyable_v<F>,
-                  "parallel_for functors are copied byte-wise to the device: capture pointers "
-                  "and values, not containers");
-    const detail::KernelParam functor = detail::kernel_param(f);
-    return Command(add_indirect(
-        {detail::indirect_spec(flag, detail::IndirectForm::flag_count, LaunchConfig{}, n),
-         detail::device_kernel_of<F>(), detail::host_invoke_of<F>(),
-         {&functor, 1, &typeid(F)}},
         where));
   }
 
@@ -419,6 +317,7 @@ class CommandBuffer : public ConditionalCalls<CommandBuffer>  // loop_while, if_
   detail::CommandRef add_capture(std::shared_ptr<detail::CaptureTask> task,
                                  std::source_location where);
   friend class ConditionalCalls<CommandBuffer>;
+  friend class IndirectCalls<CommandBuffer>;
   detail::CommandRef add_loop(CommandBuffer& body, const detail::ConditionSpec& spec,
                               std::source_location where);
   detail::CommandRef add_if(CommandBuffer& body, const detail::ConditionSpec& spec,
