@@ -1,5 +1,6 @@
 // to_string(CommandKind): the public name of each kind, from the command table; the default
 // names of commands, made of it.
+#include "command/command_record.hpp"
 #include "command/payloads.hpp"
 
 #include <cstring>

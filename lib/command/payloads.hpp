@@ -7,13 +7,13 @@
 #include "command/argument_store.hpp"
 #include "command/conditional_payloads.hpp"
 #include "command/kind_traits.hpp"
+#include "command/transient_payloads.hpp"
 #include "command/transient_range.hpp"
 #include "command/value_payloads.hpp"
 
 #include <cmdgraph/detail/collectives.hpp>
 #include <cmdgraph/detail/specs.hpp>
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,6 +42,15 @@ class RecordSite;  // command/record_site.hpp: what a recording hook checks and 
 // equal when they run the same thing given the same values: the same code, objects and slots
 // (an update by a re-recorded buffer changes only the values of such commands in place).
 
+/// Where a launch()'s values lie in the argument store: its configuration, then one slot per
+/// parameter of `function`.
+struct KernelSlots {
+  const void* function;
+  ArgumentStore::Slot config;
+  ArgumentStore::Slot first_param;
+  std::uint32_t param_count;
+};
+
 struct KernelPayload {
   static constexpr KindTraits traits{.kind = CommandKind::kernel, .name = "kernel",
                                      .dot_shape = "box", .runs_device_code = true,
@@ -53,6 +62,7 @@ struct KernelPayload {
   std::uint32_t param_count;
   const std::type_info* signature;  // the kernel's typeid: typed handles must match it
   const void* code() const noexcept { return function; }
+  KernelSlots kernel_slots() const noexcept { return {function, config, first_param, param_count}; }
   /// New arguments (KernelArguments) or a new LaunchConfig.
   void update(UpdateSite& site, const CommandValues& values) const;
   bool operator==(const KernelPayload&) const = default;
@@ -170,31 +180,6 @@ struct CollectivePayload {
   bool operator==(const CollectivePayload&) const = default;
 };
 
-/// Transient memory (CommandBuffer::alloc): valid from this command to its free, or to the end
-/// of the launch. Commands reach it through the placeholder `memory`, which each executable
-/// rewrites to where it placed the memory (plan/transients).
-struct AllocPayload {
-  static constexpr KindTraits traits{.kind = CommandKind::alloc, .name = "alloc",
-                                     .dot_shape = "invhouse", .weight = 0,
-                                     .in_device_loop = false};
-  std::shared_ptr<const TransientRange> memory;
-  const std::shared_ptr<const TransientRange>& allocated() const noexcept { return memory; }
-  /// Writes all of it: nothing may touch it before.
-  void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
-  bool operator==(const AllocPayload&) const = default;
-};
-
-struct FreePayload {
-  static constexpr KindTraits traits{.kind = CommandKind::free, .name = "free",
-                                     .dot_shape = "house", .weight = 0, .in_device_loop = false};
-  std::shared_ptr<const TransientRange> memory;
-  std::uint32_t alloc;  // the command that allocated it
-  std::optional<std::uint32_t> freed_allocation() const noexcept { return alloc; }
-  /// Writes all of it: nothing may touch it after.
-  void implied_access(const ArgumentStore& values, std::vector<MemoryAccess>& out) const;
-  bool operator==(const FreePayload&) const = default;
-};
-
 /// A kernel or parallel_for whose size is read from memory as it runs (launch_indirect,
 /// parallel_for_indirect): a grid clamped to its largest, or a count to its most. Its
 /// parameters follow its IndirectSpec: the kernel's, or the parallel_for's (functor, count).
@@ -221,33 +206,6 @@ using Payload = std::variant<KernelPayload, ParallelForPayload, CopyPayload, Fil
                              IfElsePayload, SwitchPayload, CollectivePayload, AllocPayload,
                              FreePayload, WriteValuePayload, WaitValuePayload,
                              IndirectPayload>;
-
-/// How a command asked to run, beside what it does.
-struct RunHints {
-  std::optional<PriorityRequest> priority;  // priority(); its kernels' and its bodies'
-  bool programmatic_safe = false;  // a kernel that waits for its parents itself: edges into
-                                   // it from kernels are programmatic
-  std::optional<std::chrono::nanoseconds> cost;  // cost(), costs_from(): for graph shaping
-};
-
-/// One recorded command: what it does and its name.
-struct CommandRecord {
-  Payload payload;
-  std::string name;  // its own; empty for the default "kind#index", made only when asked for
-                     // (command_name), so recording a command allocates no name
-  RunHints hints;
-  ArgumentStore::Slot slots_end = 0;  // its values are the slots from the previous command's
-                                      // slots_end to this one
-};
-
-/// The name of `record`, command `index` of its recording: its own, or "kind#index".
-std::string command_name(const CommandRecord& record, std::uint32_t index);
-/// The default name of command `index` of kind `kind`: "kind#index".
-std::string default_name(CommandKind kind, std::uint32_t index);
-/// The characters of command_name(record, index), and that name written at `out` (no NUL)
-/// returning its end: for writing many names with no string of their own.
-std::size_t command_name_size(const CommandRecord& record, std::uint32_t index) noexcept;
-char* write_command_name(char* out, const CommandRecord& record, std::uint32_t index) noexcept;
 
 /// Appends what command `payload` touches by its nature (a copy's source and destination, a
 /// fill's destination) to `out`; nothing for other kinds.
@@ -420,6 +378,12 @@ inline std::optional<std::uint32_t> freed_allocation(const Payload& payload) noe
   return table_detail::answer<std::optional<std::uint32_t>>(
       payload,
       [](const auto& p) -> decltype(p.freed_allocation()) { return p.freed_allocation(); });
+}
+
+/// Where a launch()'s values lie (a kernel command), else nullopt.
+inline std::optional<KernelSlots> kernel_slots(const Payload& payload) noexcept {
+  return table_detail::answer<std::optional<KernelSlots>>(
+      payload, [](const auto& p) -> decltype(p.kernel_slots()) { return p.kernel_slots(); });
 }
 
 }  // namespace cmdgraph::detail

@@ -6,6 +6,7 @@
 
 #include "command/argument_store.hpp"
 #include "command/edge.hpp"
+#include "command/command_record.hpp"
 #include "command/payloads.hpp"
 #include "plan/adjacency.hpp"
 #include "plan/hazards.hpp"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "command/edge.hpp"
+#include "command/command_record.hpp"
 #include "command/payloads.hpp"
 
 #include <cmdgraph/command.hpp>
@@ -84,6 +85,8 @@ class Recording {
   void set_costs(const Profile& profile);
   /// Records programmatic_safe() of command `index` (a kernel, by its handle's type).
   void set_programmatic_safe(std::uint32_t index);
+  /// Records update_free() of command `index` (a kernel, by its handle's type).
+  void set_update_free(std::uint32_t index);
   /// Closes the current barrier segment: every command since the previous barrier (or that
   /// barrier itself) precedes the new barrier command, which precedes all later commands.
   CommandRef add_barrier();
