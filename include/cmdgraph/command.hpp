@@ -77,6 +77,7 @@ void set_name(CommandRef command, std::string_view name);
 void set_priority(CommandRef command, PriorityRequest priority);
 void set_cost(CommandRef command, std::chrono::nanoseconds cost);
 void set_programmatic_safe(CommandRef command);
+void set_update_free(CommandRef command);
 std::string command_name(CommandRef command);
 
 /// How a command touches memory it declares.
@@ -359,6 +360,30 @@ class KernelCommand : public BasicCommand<KernelCommand<Params...>> {
   }
   /// programmatic_safe() on a temporary handle; returns it as an rvalue.
   KernelCommand&& programmatic_safe() && { return std::move(programmatic_safe()); }
+
+  /// Makes new arguments for this kernel cost a copy of their bytes and no CUDA call: for a
+  /// kernel whose arguments change every frame (a growing length, another buffer). On a CUDA
+  /// graph its node is device-updatable: Executable::update(handle, args...), or an update
+  /// by a re-recorded buffer that changed only values, writes the arguments where the
+  /// executable keeps them, and the next launch() hands every such change to the device at
+  /// once (a copy into pinned memory and one node's parameters set); a one-block kernel at
+  /// the start of that launch gives the nodes their new arguments before they run. A new
+  /// LaunchConfig is set from the host, as for any kernel. Elsewhere the same calls update
+  /// it as any kernel, with the same results: on the streams backend (which reads every
+  /// kernel's arguments as it launches anyway), in an executable that is profiled or compiled
+  /// for device launch, inside an executed buffer or a conditional body.
+  /// ExecutableStats::commands_update_free counts where it took effect. A graph holding such
+  /// a node is rebuilt, not updated in place, by an update that changes its structure (CUDA
+  /// updates no graph with device-updatable nodes as a whole), and recording it or not is a
+  /// change of structure.
+  /// \pre A valid handle of an open recording (else Error, as for after()).
+  /// \post Returns this handle.
+  KernelCommand& update_free() & {
+    detail::set_update_free(this->ref());
+    return *this;
+  }
+  /// update_free() on a temporary handle; returns it as an rvalue.
+  KernelCommand&& update_free() && { return std::move(update_free()); }
 };
 
 /// A parallel_for over functor type F.

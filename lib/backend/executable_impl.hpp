@@ -30,7 +30,7 @@ class ExecutableImpl {
   /// `stats.profile_mode` says how launches are timed; one in `profile_every` is.
   ExecutableImpl(std::shared_ptr<const Plan> plan, Device device, ExecutableStats stats,
                  unsigned profile_every);
-  virtual ~ExecutableImpl() = default;
+  virtual ~ExecutableImpl() { *alive_ = false; }
   ExecutableImpl(const ExecutableImpl&) = delete;
   ExecutableImpl& operator=(const ExecutableImpl&) = delete;
 
@@ -47,6 +47,14 @@ class ExecutableImpl {
   virtual const ArgumentStore& current_values() const = 0;
   /// Makes the values of root command `c` (an updatable kind), already written, take effect.
   virtual void apply_update(std::uint32_t c) = 0;
+  /// Writes `arguments` as kernel command `c`'s and makes them take effect, for the cost of a
+  /// copy, when the backend hands them to the device itself (update-free kernels); false,
+  /// with nothing written, when they take update()'s path. Under Updating.
+  virtual bool write_arguments(std::uint32_t c, const KernelArguments& arguments) {
+    (void)c;
+    (void)arguments;
+    return false;
+  }
   /// Throws, naming root command `c`, unless this executable's device can reach `r`.
   virtual void check_memory(std::uint32_t c, const MemoryRange& r) const = 0;
   /// Before update() writes `bytes` bytes at `data` as a value of root command `c`: throws,
@@ -85,6 +93,8 @@ class ExecutableImpl {
   /// (Executable::device_executable); Error(wrong_state) unless compiled for device launch.
   virtual void* device_graph(const std::shared_ptr<QueueState>& queue);
 
+  /// False once this executable is destroyed: what writers of its arguments look at.
+  std::shared_ptr<const bool> liveness() const noexcept { return alive_; }
   const Plan& plan() const noexcept { return *plan_; }
   const std::shared_ptr<const Plan>& shared_plan() const noexcept { return plan_; }
   Device device() const noexcept { return device_; }
@@ -187,6 +197,7 @@ class ExecutableImpl {
   std::vector<std::shared_ptr<EventState>> recorded_events_;
   // Launches and clones in progress, or -1 while an update runs.
   mutable std::atomic<int> users_{0};
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace cmdgraph::detail

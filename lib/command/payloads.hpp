@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <variant>
 #include <vector>
 
@@ -49,6 +50,7 @@ struct KernelSlots {
   ArgumentStore::Slot config;
   ArgumentStore::Slot first_param;
   std::uint32_t param_count;
+  const std::type_info* signature;  // the kernel's typeid
 };
 
 struct KernelPayload {
@@ -62,7 +64,9 @@ struct KernelPayload {
   std::uint32_t param_count;
   const std::type_info* signature;  // the kernel's typeid: typed handles must match it
   const void* code() const noexcept { return function; }
-  KernelSlots kernel_slots() const noexcept { return {function, config, first_param, param_count}; }
+  KernelSlots kernel_slots() const noexcept {
+    return {function, config, first_param, param_count, signature};
+  }
   /// New arguments (KernelArguments) or a new LaunchConfig.
   void update(UpdateSite& site, const CommandValues& values) const;
   bool operator==(const KernelPayload&) const = default;

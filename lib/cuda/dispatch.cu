@@ -1,6 +1,6 @@
-// The dispatchers of indirect commands (dispatch.hpp). The device-side graph calls need
-// relocatable device code and the device runtime: this file is compiled with -rdc and
-// device-linked inside the library (lib/meson.build).
+// The dispatchers of indirect commands and the argument applier (dispatch.hpp). The device-side
+// graph calls need relocatable device code and the device runtime: this file is compiled with
+// -rdc and device-linked inside the library (lib/meson.build).
 #include "cuda/dispatch.hpp"
 
 namespace cmdgraph::detail::cuda {
@@ -54,8 +54,33 @@ __global__ void dispatch_flag(cudaGraphDeviceNode_t node, const unsigned* flag) 
   cudaGraphKernelNodeSetEnabled(node, *flag != 0);
 }
 
+__global__ void apply_arguments(const ArgumentBlock* block, const cudaGraphDeviceNode_t* nodes,
+                                unsigned long long* applied, unsigned long long* seen) {
+  if (block == nullptr) return;
+  const unsigned long long since = *applied;
+  const unsigned long long generation = block->generation;
+  if (generation == since) return;  // every launch after the first of a block: nothing to do
+  const auto* entries = reinterpret_cast<const ArgumentEntry*>(block + 1);
+  const auto* changed_at = reinterpret_cast<const unsigned long long*>(entries + block->parameters);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(block);
+  for (unsigned i = threadIdx.x; i < block->parameters; i += blockDim.x) {
+    const ArgumentEntry e = entries[i];
+    if (changed_at[e.node] > since) {
+      cudaGraphKernelNodeSetParam(nodes[e.node], e.offset, bytes + e.data_at, e.size);
+    }
+  }
+  __syncthreads();  // every read of the block done before the host may take it back
+  if (threadIdx.x == 0) {
+    *applied = generation;
+    *static_cast<volatile unsigned long long*>(seen) = generation;
+  }
+}
+
 }  // namespace
 
+const void* argument_applier() noexcept {
+  return reinterpret_cast<const void*>(&apply_arguments);
+}
 const void* flag_dispatcher() noexcept { return reinterpret_cast<const void*>(&dispatch_flag); }
 const void* grid_dispatcher() noexcept { return reinterpret_cast<const void*>(&dispatch_grid); }
 const void* count_dispatcher() noexcept { return reinterpret_cast<const void*>(&dispatch_count); }

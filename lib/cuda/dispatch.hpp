@@ -1,7 +1,8 @@
-// The dispatchers of indirect commands: one-thread kernels that read a grid, a count or a flag
-// from device memory as the command runs and size, or enable, the command's device-updatable
-// kernel node from it (lib/cuda/dispatch.cu, compiled with relocatable device code and
-// device-linked inside the library, so that users' code needs neither).
+// The kernels that change device-updatable kernel nodes as a graph runs: the dispatchers of
+// indirect commands, one-thread kernels that read a grid, a count or a flag from device memory
+// as the command runs and size, or enable, the command's node from it; and the applier of
+// update-free kernels' arguments (lib/cuda/dispatch.cu, compiled with relocatable device code
+// and device-linked inside the library, so that users' code needs neither).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -39,5 +40,30 @@ const void* count_dispatcher() noexcept;
 /// The host stub of `__global__ void (cudaGraphDeviceNode_t node, const unsigned* flag)`:
 /// enables `node` when *flag is not 0, disables it when it is.
 const void* flag_dispatcher() noexcept;
+
+/// One parameter of an update-free kernel in an argument block: its value lies `data_at` bytes
+/// from the block's start.
+struct ArgumentEntry {
+  unsigned data_at;
+  unsigned node;    // the kernel's place in its applier's node table
+  unsigned offset;  // in the kernel's parameters (cudaFuncGetParamInfo)
+  unsigned size;
+};
+
+/// An argument block, in pinned memory: this head, then `parameters` ArgumentEntry, then per
+/// node the generation its values last changed in (unsigned long long), then the values. It
+/// holds every update-free parameter's value as of `generation`.
+struct ArgumentBlock {
+  unsigned long long generation;
+  unsigned parameters;
+  unsigned nodes;
+};
+
+/// The host stub of `__global__ void (const ArgumentBlock* block, const cudaGraphDeviceNode_t*
+/// nodes, unsigned long long* applied, unsigned long long* seen)`, launched with one block:
+/// unless `block` is null or *applied is its generation already, sets every parameter that
+/// changed after *applied on its node (nodes[entry.node]), then writes the block's generation
+/// to *applied and to *seen, which the host reads to know which blocks no launch reads any more.
+const void* argument_applier() noexcept;
 
 }  // namespace cmdgraph::detail::cuda

@@ -72,6 +72,12 @@ cudaGraphDeviceNode_t make_device_updatable(cudaGraphNode_t node, Served served)
   return handle.deviceUpdatableKernelNode.devNode;
 }
 
+ParameterPlace parameter_place(const void* function, std::size_t index, Served served) {
+  ParameterPlace place{};
+  CMDGRAPH_CUDA(served, cudaFuncGetParamInfo, function, index, &place.offset, &place.size);
+  return place;
+}
+
 void add_edge(cudaGraph_t graph, cudaGraphNode_t from, cudaGraphNode_t to, Served served) {
   CMDGRAPH_CUDA(served, cudaGraphAddDependencies, graph, &from, &to, nullptr, 1);
 }

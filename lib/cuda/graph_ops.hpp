@@ -54,6 +54,13 @@ void set_kernel_priority(cudaGraphNode_t node, int priority, Served served);
 /// by (its grid, parameters, enabled). Its graph can then not be updated as a whole
 /// (cudaGraphExecUpdate), cloned or instantiated twice, nor copied into a child graph node.
 cudaGraphDeviceNode_t make_device_updatable(cudaGraphNode_t node, Served served);
+/// Where parameter `index` of kernel `function` lies among its parameters, for kernels that set
+/// it on the device (cudaGraphKernelNodeSetParam).
+struct ParameterPlace {
+  std::size_t offset;
+  std::size_t size;
+};
+ParameterPlace parameter_place(const void* function, std::size_t index, Served served);
 /// The edge `from` -> `to` in `graph` (a full one).
 void add_edge(cudaGraph_t graph, cudaGraphNode_t from, cudaGraphNode_t to, Served served);
 /// Makes `node` of `exec` do `spec` from the next launch on (kernel, copy and fill nodes).

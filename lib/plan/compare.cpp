@@ -60,6 +60,10 @@ Difference difference_in(const Plan& before, const Plan& now, const Roots& roots
     if (before.command(c).hints.priority != now.command(c).hints.priority) {
       return differs("has another priority");
     }
+    if (before.command(c).hints.update_free != now.command(c).hints.update_free) {
+      return differs(now.command(c).hints.update_free ? "is update-free, was not"
+                                                      : "is not update-free, was");
+    }
     for (std::uint32_t k : kb) {
       if (before.is_programmatic(c, k) != now.is_programmatic(c, k)) {
         return differs(std::string("has a ") +

@@ -16,7 +16,8 @@ namespace {
 bool same_but_values(const CommandRecord& a, const CommandRecord& b) {
   return equal_but_bodies(a.payload, b.payload) && a.name == b.name &&
          a.slots_end == b.slots_end && a.hints.priority == b.hints.priority &&
-         a.hints.programmatic_safe == b.hints.programmatic_safe && a.hints.cost == b.hints.cost;
+         a.hints.programmatic_safe == b.hints.programmatic_safe && a.hints.cost == b.hints.cost &&
+         a.hints.update_free == b.hints.update_free;
 }
 
 bool same_access(const MemoryAccess& a, const MemoryAccess& b) {

@@ -42,6 +42,7 @@ std::uint64_t structure_hash(const Recording& recording) {
     hasher.add(priority ? 1 + std::uint64_t{priority->native} * 2 +
                               (static_cast<std::uint64_t>(priority->value) << 2)
                         : 0);
+    hasher.add(std::uint64_t{command.hints.update_free});
     if (const auto& transient = allocated(command.payload)) {
       hasher.add(transient->bytes());
       hasher.add(transient->element_size());

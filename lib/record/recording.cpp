@@ -228,6 +228,11 @@ void Recording::set_programmatic_safe(std::uint32_t index) {
   commands_[index].hints.programmatic_safe = true;
 }
 
+void Recording::set_update_free(std::uint32_t index) {
+  require_open("mark kernels update-free");
+  commands_[index].hints.update_free = true;
+}
+
 void Recording::set_name(std::uint32_t index, std::string_view name) {
   require_open("rename commands");
   // An empty name restores the default ("kind#index"), so every command always has one.
@@ -354,6 +359,13 @@ void set_programmatic_safe(CommandRef command) {
   const Recording::UseGuard guard(rec);
   rec.require_command(command);
   rec.set_programmatic_safe(command.index);
+}
+
+void set_update_free(CommandRef command) {
+  Recording& rec = resolve(command);
+  const Recording::UseGuard guard(rec);
+  rec.require_command(command);
+  rec.set_update_free(command.index);
 }
 
 void set_name(CommandRef command, std::string_view name) {

@@ -116,24 +116,75 @@ class ExecutableSite final : public detail::UpdateSite {
   boost::container::small_vector<std::byte, 256> saved_;
 };
 
-}  // namespace
-
-void Executable::update_command(detail::CommandRef command, CommandKind kind,
-                                const detail::CommandValues& values) {
-  ExecutableImpl& exe = impl();
+void update_command(ExecutableImpl& exe, detail::CommandRef command, CommandKind kind,
+                    const detail::CommandValues& values) {
   const ExecutableImpl::Updating updating(exe);
   const std::uint32_t c = locate(exe, command, kind);
   ExecutableSite site(exe, c);
   detail::update_command(exe.plan().payload(c), site, values);
 }
 
-void Executable::reject_value(detail::CommandRef command, CommandKind kind,
-                              const detail::Misfit& misfit) {
-  ExecutableImpl& exe = impl();
+[[noreturn]] void reject_value(const ExecutableImpl& exe, detail::CommandRef command,
+                               CommandKind kind, const detail::Misfit& misfit) {
   const std::string name = exe.plan().name(locate(exe, command, kind));
   throw Error(errc::invalid_argument, "update of command '" + name + "': " + misfit.message(),
               {name});
 }
+
+// Whether `command` names a command of `exe`'s plan (else locate refuses it).
+bool knows(const ExecutableImpl& exe, detail::CommandRef command) {
+  return command.recording == exe.plan().recording_id && command.index < exe.plan().size();
+}
+
+}  // namespace
+
+void Executable::update_command(detail::CommandRef command, CommandKind kind,
+                                const detail::CommandValues& values) {
+  cmdgraph::update_command(impl(), command, kind, values);
+}
+
+void Executable::reject_value(detail::CommandRef command, CommandKind kind,
+                              const detail::Misfit& misfit) {
+  cmdgraph::reject_value(impl(), command, kind, misfit);
+}
+
+detail::WriterTarget Executable::writable(detail::CommandRef command, CommandKind kind,
+                                          const std::type_info& signature) {
+  ExecutableImpl& exe = impl();
+  const std::uint32_t c = locate(exe, command, kind);
+  const std::optional<detail::KernelSlots> kernel = detail::kernel_slots(exe.plan().payload(c));
+  if (!kernel || *kernel->signature != signature) {
+    const std::string name = exe.plan().name(c);
+    throw Error(errc::invalid_argument,
+                "command '" + name + "' does not run a kernel of the handle's signature", {name});
+  }
+  return {&exe, exe.liveness()};
+}
+
+namespace detail {
+
+void write_arguments(ExecutableImpl& exe, CommandRef command, const KernelArguments& arguments) {
+  const bool known = knows(exe, command);
+  {
+    const ExecutableImpl::Updating updating(exe);
+    if (known && exe.write_arguments(command.index, arguments)) return;
+  }
+  // Checked and written as update() does; a handle the executable no longer knows is refused
+  // there (locate), as an update by it would be.
+  cmdgraph::update_command(exe, command, known ? exe.plan().kind(command.index) : CommandKind{},
+                           CommandValues::of(arguments));
+}
+
+void reject_writer_of_destroyed() {
+  throw Error(errc::invalid_handle, "an ArgumentWriter of an executable since destroyed was used");
+}
+
+void reject_arguments(ExecutableImpl& exe, CommandRef command, const Misfit& misfit) {
+  const CommandKind kind = knows(exe, command) ? exe.plan().kind(command.index) : CommandKind{};
+  cmdgraph::reject_value(exe, command, kind, misfit);
+}
+
+}  // namespace detail
 
 UpdateResult Executable::update(CommandBuffer& rerecorded, const UpdateOptions& options) {
   ExecutableImpl& exe = impl();

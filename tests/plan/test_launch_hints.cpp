@@ -1,8 +1,11 @@
 // How commands ask to run beside what they do: programmatic edges (recorded, or into kernels
 // declared programmatic-safe), priorities and costs (given, or taken from a profile), through
 // recording, planning, updates and DOT.
+#include "plan/compare.hpp"
+#include "plan/new_values.hpp"
 #include "plan/plan.hpp"
 #include "plan/shaping.hpp"
+#include "plan/structure_hash.hpp"
 #include "record/recording.hpp"
 #include "support/expect_error.hpp"
 #include "support/ordering_oracle.hpp"
@@ -282,6 +285,43 @@ TEST_CASE("plan.update_sees_priorities_and_edge_kinds_not_costs" * doctest::time
   e = CMDGRAPH_EXPECT_ERROR(exe.update(early), errc::update_refused);
   REQUIRE(e);
   CHECK(mentions(*e, "command 'a' has a programmatic edge to 'b', was full"));
+}
+
+TEST_CASE("plan.update_free.is_structure" * doctest::timeout(10)) {
+  // Whether a kernel's node takes its arguments on the device decides what its node is: a
+  // frame that turns it on or off is another structure, for updates and the cache alike.
+  auto record = [](CommandBuffer& cmd, bool update_free, int value) {
+    auto k = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, value).named("step");
+    if (update_free) k.update_free();
+    cmd.parallel_for(8, Nothing{}).named("after").after(k);
+  };
+  CommandBuffer plain("frame"), free_args("frame"), free_again("frame");
+  record(plain, false, 1);
+  record(free_args, true, 1);
+  record(free_again, true, 2);
+  const auto before = plan_of(free_args);
+  CHECK(before->command(0).hints.update_free);
+  CHECK_FALSE(before->command(1).hints.update_free);
+  const auto& rec_plain = *detail::recording_of(plain);
+  const auto& rec_free = *detail::recording_of(free_args);
+  const auto& rec_again = *detail::recording_of(free_again);
+  CHECK(detail::structure_hash(rec_plain) != detail::structure_hash(rec_free));
+  CHECK(detail::structure_hash(rec_again) == detail::structure_hash(rec_free));
+  // New values alone: the values path takes it; the flag turned off: the whole path, which
+  // names the command.
+  CHECK(detail::plan_of_new_values(*before, rec_again).plan);
+  CHECK_FALSE(detail::plan_of_new_values(*before, rec_plain).plan);
+  const detail::Difference d = detail::structural_difference(*before, *plan_of(plain));
+  CHECK(d.what == "command 'step' is not update-free, was");
+  CHECK(detail::structural_difference(*before, *plan_of(free_again)).what.empty());
+  // Marked on a handle of a sealed or moved-from recording: refused as other hints are.
+  auto k = KernelCommand<int>();
+  CMDGRAPH_EXPECT_ERROR(k.update_free(), errc::invalid_handle);
+  CommandBuffer sealed("sealed");
+  auto s = sealed.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 3);
+  (void)plan_of(sealed);
+  detail::recording_of(sealed)->seal();
+  CMDGRAPH_EXPECT_ERROR(s.update_free(), errc::wrong_state);
 }
 
 TEST_CASE("plan.programmatic.host_backend_orders_them_as_edges" * doctest::timeout(120)) {

@@ -5,6 +5,7 @@
 #include "backend/cuda_graph/graph_instance.hpp"
 #include "backend/cuda_rules.hpp"
 #include "backend/cuda_launch/cuda_executable.hpp"
+#include "command/transient_range.hpp"
 #include "cuda/graph_ops.hpp"
 #include "cuda/stream_ops.hpp"
 
@@ -49,6 +50,7 @@ class GraphExecutable final : public CudaExecutable {
                   "or through CUPTI");
     }
     reports_ = pinned_reports(*plan);
+    arguments_ = device_arguments(*plan, args_.read());
     InstanceOptions options = instance_options(mode(), captures);
     options.instantiate_ms = &this->stats().instantiate_ms;
     current_ = instantiate(*plan, args_, transients_, options);
@@ -79,6 +81,7 @@ class GraphExecutable final : public CudaExecutable {
   const ArgumentStore& current_values() const override { return args_.read(); }
 
   void apply_update(std::uint32_t c) override {
+    if (arguments_ && arguments_->stage(c, args_.read())) return;  // the next launch hands it
     const cuda::ScopedDevice on(ordinal());
     for (Instance* in : instances()) {
       cuda::Graph captured = GraphBuilder::update_node(plan(), c, args_.read(), ordinal(),
@@ -86,6 +89,13 @@ class GraphExecutable final : public CudaExecutable {
       if (captured) keep_recaptured(*in, c, std::move(captured));
     }
     uploaded_for_device_ = false;
+  }
+
+  bool write_arguments(std::uint32_t c, const KernelArguments& arguments) override {
+    // Values reaching transient memory are checked and rebound on update()'s path.
+    if (!arguments_ || !arguments_->holds(c) || any_live_transients()) return false;
+    arguments_->write(c, args_.writable(), arguments);
+    return true;
   }
 
   void* device_graph(const std::shared_ptr<QueueState>& queue) override {
@@ -126,7 +136,32 @@ class GraphExecutable final : public CudaExecutable {
     options.build = {ordinal(), nullptr, timing, captures, lowering().programmatic, reports_};
     if (timing == ProfileMode::cupti) options.tracing = session_;
     options.device_launch = lowering().device_launch;
+    options.build.arguments = arguments_.get();
     return options;
+  }
+  // The update-free kernels of `plan` with `values`, where their nodes take their arguments on
+  // the device: null when it has none, when profiled (the applier is no command of the
+  // profile) and when launched from the device (the host hands values over as it launches).
+  std::shared_ptr<DeviceArguments> device_arguments(const Plan& plan,
+                                                    const ArgumentStore& values) {
+    std::shared_ptr<DeviceArguments> arguments;
+    if (mode() == ProfileMode::off && !lowering().device_launch) {
+      arguments = std::make_shared<DeviceArguments>(plan, values);
+      if (arguments->empty()) arguments.reset();
+    }
+    this->stats().commands_update_free = arguments ? arguments->size() : 0;
+    return arguments;
+  }
+  // Hands the arguments updates staged to the device: the applier reads them in this launch.
+  void hand_over_arguments(const cuda::Served& served) {
+    ApplierNode applier(arguments_->publish(args_.read()), current_.built.applier_table,
+                        arguments_->seen());
+    try {
+      cuda::set_node(current_.exec.get(), current_.built.applier, applier.spec(), served);
+    } catch (...) {
+      arguments_->withdraw();
+      throw;
+    }
   }
   // How the instance of the launches not profiled is made, beside `profiled`.
   InstanceOptions plain_options(const Instance& profiled, Captures* captures) const {
@@ -155,6 +190,7 @@ class GraphExecutable final : public CudaExecutable {
     const cuda::Served served = cuda::for_executable(name());
     const bool profiled = current_launch().profiled;
     Instance& in = plain_ && !profiled ? *plain_ : current_;
+    if (arguments_ && arguments_->pending()) hand_over_arguments(served);
     if (plain_ && previous) {
       // CUDA orders the launches of one graph exec, not of two: follow the previous queue.
       cuda::record_event(switched_.get(), previous->stream(), served);
@@ -221,10 +257,10 @@ class GraphExecutable final : public CudaExecutable {
                     const UpdateOptions& options) override {
     ExecutableValues args(plan->values);
     if (difference) return rebuild(std::move(plan), std::move(args), difference.what);
-    if (reports_) {
+    if (reports_ || arguments_) {
       const std::string why =
-          "CUDA updates no graph with device-updatable kernel nodes (the indirect commands') "
-          "as a whole";
+          "CUDA updates no graph with device-updatable kernel nodes (the indirect and "
+          "update-free commands') as a whole";
       if (!options.reinstantiate_if_needed) refuse_update(why);
       return rebuild(std::move(plan), std::move(args), why);
     }
@@ -312,6 +348,8 @@ class GraphExecutable final : public CudaExecutable {
     // Reports of their own for the fresh instances: launches in flight write the old ones,
     // which their graphs keep.
     std::shared_ptr<DispatchReports> before = std::exchange(reports_, pinned_reports(*plan));
+    std::shared_ptr<DeviceArguments> arguments_before =
+        std::exchange(arguments_, device_arguments(*plan, args.read()));
     TransientBinding transients(*plan);
     std::optional<Instance> fresh;
     std::unique_ptr<Instance> fresh_plain;
@@ -323,10 +361,13 @@ class GraphExecutable final : public CudaExecutable {
       }
     } catch (...) {
       reports_ = std::move(before);
+      arguments_ = std::move(arguments_before);
+      this->stats().commands_update_free = arguments_ ? arguments_->size() : 0;
       throw;
     }
     std::lock_guard lock(mutex());
     retire(std::make_shared<Instance>(std::exchange(current_, std::move(*fresh))));
+    if (arguments_before) retire(std::move(arguments_before));  // launches in flight read it
     if (plain_) retire(std::shared_ptr<Instance>(std::exchange(plain_, std::move(fresh_plain))));
     start_context(current_.context);  // the fresh instance counts its own launches
     note_shaping(current_.built.shaping.get());
@@ -351,6 +392,8 @@ class GraphExecutable final : public CudaExecutable {
   ExecutableValues args_;
   // Where the instances' indirect commands report (null without any).
   std::shared_ptr<DispatchReports> reports_;
+  // The update-free kernels' arguments on their way to the device (null without any).
+  std::shared_ptr<DeviceArguments> arguments_;
   Instance current_;
   std::unique_ptr<Instance> plain_;  // event mode, one launch in N: the launches not profiled
   cuda::Event switched_;             // orders launches of the two across queues

@@ -9,6 +9,7 @@
 
 #include "backend/cuda_commands/cuda_commands.hpp"
 #include "backend/cuda_commands/host_callbacks.hpp"
+#include "backend/cuda_graph/device_arguments.hpp"
 #include "backend/cuda_launch/cupti_timing.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
 #include "backend/dispatch_reports.hpp"
@@ -76,6 +77,10 @@ struct BuiltGraph {
   // What the dispatchers of its indirect commands report to (null without any), kept as long
   // as the instantiation may run them.
   std::shared_ptr<DispatchReports> reports;
+  // The applier of the update-free kernels' arguments, and what it reads beside its block
+  // (null and empty without any).
+  cudaGraphNode_t applier = nullptr;
+  ApplierTable applier_table;
   /// Adds `comm` to `communicators` unless it is there.
   void keep(const std::shared_ptr<CommunicatorState>& comm);
 
@@ -105,6 +110,9 @@ struct BuildOptions {
   /// Where indirect commands report their clamps (pinned_reports of the root plan); needed
   /// when the plan has any.
   std::shared_ptr<DispatchReports> reports;
+  /// The root plan's update-free kernels, whose nodes an applier node before them sets on the
+  /// device (null: none, or built as any kernel).
+  const DeviceArguments* arguments = nullptr;
 };
 
 /// Builds graphs of one plan for one device.
@@ -114,7 +122,8 @@ class GraphBuilder {
       : device_(options.device), errors_(options.errors),
         profile_(options.timing == ProfileMode::events),
         cupti_(options.timing == ProfileMode::cupti), captures_(options.captures),
-        programmatic_(options.programmatic), reports_(options.reports) {}
+        programmatic_(options.programmatic), reports_(options.reports),
+        arguments_(options.arguments) {}
   /// The graph of `plan` with the values of `args` (the executable's own store). Its
   /// transients are memory allocation nodes: as each is made, `transients` binds the transient
   /// where CUDA put it, rewriting the words of `args` that point there, unless `bound` (the
@@ -159,6 +168,7 @@ class GraphBuilder {
                                const IndirectDispatch& dispatch, cudaGraph_t graph,
                                std::span<const cudaGraphNode_t> deps, std::uint32_t timed,
                                std::optional<int> priority);
+  void add_applier(const Plan& plan);
   cuda::Graph capture(const Plan& plan, std::uint32_t c);
   // CUPTI profiling: the run of command c of `plan` that nodes added now are noted for (a new
   // one, or the conditional body's owner they fold into), and noting them.
@@ -186,6 +196,7 @@ class GraphBuilder {
   Captures* captures_;
   bool programmatic_;
   std::shared_ptr<DispatchReports> reports_;
+  const DeviceArguments* arguments_;
   std::uint32_t owner_ = no_timed;      // the executed buffer being built (CUPTI)
   std::uint32_t fold_into_ = no_timed;  // the conditional whose body is being built (CUPTI)
   BuiltGraph* out_ = nullptr;  // the graph being built

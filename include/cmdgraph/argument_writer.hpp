@@ -1,0 +1,70 @@
+// ArgumentWriter: a kernel's arguments written for the launches that follow, at the cost of a
+// conversion and a copy (Executable::arguments), for kernels whose arguments change every frame.
+#pragma once
+
+#include <cmdgraph/command.hpp>
+#include <cmdgraph/detail/conversions.hpp>
+#include <cmdgraph/detail/specs.hpp>
+
+#include <memory>
+#include <utility>
+
+namespace cmdgraph {
+
+namespace detail {
+class ExecutableImpl;
+/// What a writer writes to: an executable, and whether it still lives.
+struct WriterTarget {
+  ExecutableImpl* exe;
+  std::shared_ptr<const bool> alive;  // false once the executable is destroyed
+};
+/// Throws Error(invalid_handle): the writer's executable was destroyed.
+[[noreturn]] void reject_writer_of_destroyed();
+/// Writes `arguments` as those of kernel command `command` of `exe` for the launches that
+/// follow, as Executable::update(handle, args...) does.
+void write_arguments(ExecutableImpl& exe, CommandRef command, const KernelArguments& arguments);
+/// Throws Error(invalid_argument) naming kernel command `command` of `exe`: `misfit` does not
+/// fit its parameter.
+[[noreturn]] void reject_arguments(ExecutableImpl& exe, CommandRef command,
+                                   const Misfit& misfit);
+}  // namespace detail
+
+/// Writes the arguments of one kernel of an executable (Executable::arguments) for the launches
+/// that follow, as Executable::update(handle, args...) does, at the cost of a conversion and a
+/// copy of their bytes when the kernel is update-free on a CUDA graph
+/// (KernelCommand::update_free, ExecutableStats::commands_update_free): no CUDA call, no
+/// lookup, and launch() hands every change to the device at once. For other kernels, and
+/// while any transient memory is alive in the process (the values are checked then), set()
+/// takes update()'s path, with the same results. A cheap value: copy it freely.
+///
+/// It names its command as a handle does: once the executable takes a re-recorded buffer
+/// (update(CommandBuffer&)), set() throws Error(foreign_handle) as update() with the old
+/// handle would; ask the executable again with the new buffer's handle. Once the executable
+/// is destroyed, set() throws Error(invalid_handle). Used as the executable is: by one thread
+/// at a time, not while another launches it.
+template <class... P>
+class ArgumentWriter {
+ public:
+  /// New arguments for the launches that follow, converted and checked as launch() converted
+  /// and checked them (a value its parameter cannot hold throws Error(invalid_argument) and
+  /// changes nothing).
+  template <class... A>
+    requires(sizeof...(P) == sizeof...(A) && (detail::converts_to<A, P> && ...))
+  void set(A&&... args) const {
+    if (!*target_.alive) detail::reject_writer_of_destroyed();
+    if (auto misfit = detail::first_misfit<P...>(args...)) {
+      detail::reject_arguments(*target_.exe, command_, *misfit);
+    }
+    const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
+    detail::write_arguments(*target_.exe, command_, converted.arguments());
+  }
+
+ private:
+  friend class Executable;
+  ArgumentWriter(detail::WriterTarget target, detail::CommandRef command) noexcept
+      : target_(std::move(target)), command_(command) {}
+  detail::WriterTarget target_;
+  detail::CommandRef command_;
+};
+
+}  // namespace cmdgraph
