@@ -8,7 +8,9 @@
 //
 // Four ways to run the same kernels, each decoding the same tokens:
 //  - cmdgraph: record the frame, take its executable from an ExecutableCache (a hit updates
-//    the changed commands in place; a new structure compiles), launch;
+//    the changed commands in place; a new structure compiles), launch. Every kernel is
+//    update-free, so the kernels given new arguments get them on the device, with the launch,
+//    not through a CUDA call each;
 //  - a stream: launch every kernel on a CUDA stream each step (no graph);
 //  - capture: capture the stream again each step and cudaGraphExecUpdate the executable graph
 //    (instantiating again when the update refuses a new structure), launch it;
@@ -240,6 +242,8 @@ LaunchConfig config_of(dim3 grid, dim3 block) {
 }
 
 // Records a step into a command buffer: chains the serial kernels, fans the parallel ones out.
+// Each is update-free: a step's new positions and lengths cost a copy, and the launch hands them
+// to the device at once.
 struct Recorder {
   CommandBuffer& cmd;
   Command last;
@@ -247,7 +251,7 @@ struct Recorder {
 
   template <class... P, class... A>
   void serial(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, A... args) {
-    auto k = cmd.launch(kernel, config_of(grid, block), args...).named(name);
+    auto k = cmd.launch(kernel, config_of(grid, block), args...).named(name).update_free();
     if (!fan.empty()) {
       k.after_all(fan);
       fan.clear();
@@ -258,7 +262,7 @@ struct Recorder {
   }
   template <class... P, class... A>
   void parallel(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, A... args) {
-    auto k = cmd.launch(kernel, config_of(grid, block), args...).named(name);
+    auto k = cmd.launch(kernel, config_of(grid, block), args...).named(name).update_free();
     if (last.valid()) k.after(last);
     fan.push_back(k);
   }
