@@ -22,6 +22,15 @@ std::shared_ptr<void> pinned(std::size_t bytes) {
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
+// A value of `size` bytes copied: most are 4 or 8 (ints, floats, pointers), which copy inline.
+void copy_value(void* to, const void* from, std::uint32_t size) noexcept {
+  switch (size) {
+    case 4: std::memcpy(to, from, 4); break;
+    case 8: std::memcpy(to, from, 8); break;
+    default: std::memcpy(to, from, size);
+  }
+}
+
 LaunchConfig config_in(const ArgumentStore& values, ArgumentStore::Slot slot) {
   LaunchConfig config;
   std::memcpy(&config, values.data(slot), sizeof config);
@@ -97,7 +106,8 @@ void DeviceArguments::write(std::uint32_t c, ArgumentStore& values,
   const std::uint32_t place = place_[c];
   const ArgumentStore::Slot first = values_[place].first;
   for (std::size_t i = 0; i < arguments.count; ++i) {
-    values.assign(first + static_cast<ArgumentStore::Slot>(i), arguments.params[i].value);
+    const auto slot = first + static_cast<ArgumentStore::Slot>(i);
+    copy_value(values.data(slot), arguments.params[i].value, values.size(slot));
   }
   mark_changed(place);
 }
