@@ -1,12 +1,12 @@
 // Executables launched from the device (issue 35, item 2) against raw CUDA in the same
 // process, alternating trials:
-// (1) a loop of one-graph steps: every step launched from the host (cudaGraphLaunch per step,
-//     what a host-driven loop pays at least), or launched once the host read back whether to
-//     go on (what a loop whose end the device decides pays), against each step tail-launching
-//     the next from the device, by hand and through cmdgraph (device_launch.cuh's
-//     launch_again);
-// (2) fire-and-forget: a graph whose kernel launches another beside it, against the host
-//     launching the two graphs one after the other.
+// (1) a loop of one-graph steps (measured second): every step launched from the host
+//     (cudaGraphLaunch per step, what a host-driven loop pays at least), or launched once the
+//     host read back whether to go on (what a loop whose end the device decides pays), against
+//     each step tail-launching the next from the device, by hand and through cmdgraph
+//     (device_launch.cuh's launch_again);
+// (2) fire-and-forget (measured first): a graph whose kernel launches another beside it,
+//     against the host launching the two graphs one after the other.
 // Compiled with relocatable device code, as device launch needs (bench/meson.build).
 #include "bench_support.cuh"
 
@@ -77,18 +77,11 @@ void check_loop(const Buffer<int>& counter, const char* who) {
   }
 }
 
-}  // namespace
-
-int main() {
-  if (bench::no_gpu("bench_device_launch")) return 0;
-  const Device gpu = Device::cuda(0);
-  Queue queue(gpu);
+// (1), run second: a loop of steps, from the host and tail-launched from the device.
+void loop_steps(Device gpu, Queue& queue, const Buffer<int>& counter) {
   const cudaStream_t stream = queue.native_handle();
-  Buffer<int> counter(gpu, 2);
   int* count = counter.data();
   void* count_args[] = {&count};
-
-  // (1) The loop.
   cudaGraphExec_t host_step = one_node_graph(&count_step, count_args, false, stream);
   cudaGraphExec_t raw_loop = one_node_graph(&raw_loop_step, count_args, true, stream);
   CommandBuffer cmd("loop");
@@ -135,9 +128,19 @@ int main() {
              bench::median(t_ours) / steps, "us", "");
   bench::row("step launched by the step before (tail launch)", bench::median(t_raw) / steps,
              bench::median(t_ours) / steps, "us", "1.0x of raw");
+  BENCH_CUDA(cudaFreeHost(decision));
+  for (cudaGraphExec_t e : {host_step, raw_loop}) BENCH_CUDA(cudaGraphExecDestroy(e));
+}
 
-  // (2) Fire-and-forget: the pair launched by the host, one after the other, against the first
-  // launching the second from its kernel.
+// (2), run first: in a process where a graph that tail-launched itself had run, CUDA launched
+// some device-launchable graphs made later 1.26-1.35x slower fire-and-forget, raw ones
+// included (tools/probes/fire_and_forget.cu): measured before any loop ran.
+void fire_and_forget(Device gpu, Queue& queue, const Buffer<int>& counter) {
+  const cudaStream_t stream = queue.native_handle();
+  int* count = counter.data();
+  void* count_args[] = {&count};
+  // The pair launched by the host, one after the other, against the first launching the
+  // second from its kernel.
   Buffer<int> status(gpu, 1);
   BENCH_CUDA(cudaMemset(status.data(), 0, sizeof(int)));
   int* status_word = status.data();
@@ -198,7 +201,7 @@ int main() {
   BENCH_CUDA(cudaMemcpy(&refused, status_word, sizeof refused, cudaMemcpyDeviceToHost));
   if (refused != 0) {
     std::fprintf(stderr, "a fire-and-forget launch was refused: %d\n", refused);
-    return 1;
+    std::exit(1);
   }
   bench::header("two one-kernel graphs, 200 times (median of 15, device time per pair)");
   bench::row("host launches both / the first launches the second", bench::median(t_pair) / pairs,
@@ -211,9 +214,20 @@ int main() {
   bench::row("the same, the raw first launching cmdgraph's second",
              bench::median(t_raw_beside) / pairs, bench::median(t_mixed) / pairs, "us", "");
 
-  BENCH_CUDA(cudaFreeHost(decision));
-  for (cudaGraphExec_t e : {host_step, raw_loop, child, first, raw_parent, mixed_parent}) {
+  for (cudaGraphExec_t e : {child, first, raw_parent, mixed_parent, child_with_params,
+                            probe_parent}) {
     BENCH_CUDA(cudaGraphExecDestroy(e));
   }
+}
+
+}  // namespace
+
+int main() {
+  if (bench::no_gpu("bench_device_launch")) return 0;
+  const Device gpu = Device::cuda(0);
+  Queue queue(gpu);
+  Buffer<int> counter(gpu, 2);
+  fire_and_forget(gpu, queue, counter);
+  loop_steps(gpu, queue, counter);
   return 0;
 }
