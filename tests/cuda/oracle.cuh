@@ -44,7 +44,7 @@ inline std::uint32_t write_counts_asks(std::size_t v) { return v % 2 == 0 ? 300 
 // `counts[v]` (every 11th, when `counts` is not empty: write_counts fills it), or a
 // parallel_for_if of 300 elements that `counts[v]` (not 0) enables (every 22nd of them, 15
 // and on), a raw kernel
-// launch (every 4th of the others, unless `portable`), a 300-element parallel_for (every 3rd
+// launch (every 4th of the others, unless `portable`; every other one of those update-free), a 300-element parallel_for (every 3rd
 // of the others) or a one-element parallel_for. Edges are recorded, or declared as access to
 // `cells` when it is not empty (declare_edges). `costs`: each vertex's cost() when not empty.
 inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
@@ -74,7 +74,9 @@ inline Recorded record_dag(CommandBuffer& cmd, const Dag& dag,
     } else if (is_indirect(v)) {
       c.push_back(cmd.parallel_for_indirect(counts.subview(v, 1), 300, t));
     } else if (is_kernel(v)) {
-      c.push_back(cmd.launch(&ticket_kernel, LaunchConfig{{1}, {1}}, t));
+      auto k = cmd.launch(&ticket_kernel, LaunchConfig{{1}, {1}}, t);
+      if (v % 8 == 5) k.update_free();  // its node takes its arguments from the applier
+      c.push_back(k);
     } else {
       c.push_back(cmd.parallel_for(r.elements[v], t));
     }
