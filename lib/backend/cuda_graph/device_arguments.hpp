@@ -58,8 +58,6 @@ class DeviceArguments {
   const cuda::ArgumentBlock* newest() const noexcept;
   /// The pinned word appliers write the generation they applied to.
   unsigned long long* seen() const noexcept { return seen_.get(); }
-  /// Blocks allocated so far (each holds every update-free parameter).
-  std::size_t blocks() const noexcept { return blocks_.size(); }
 
  private:
   // A kernel's values: its parameters are consecutive slots, so consecutive bytes of the
