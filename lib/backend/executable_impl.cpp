@@ -96,8 +96,13 @@ UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
 }
 
 UpdateResult ExecutableImpl::update_values_from(NewValues values, const UpdateOptions& options) {
-  check_runs(*values.plan);
   const auto top = commands_with_new_values(current_values(), *values.plan);
+  // An unchanged command was checked with these values already: a frame costs what changed.
+  if (top && values.body_commands_changed == 0) {
+    check_values(*values.plan, *top);
+  } else {
+    check_runs(*values.plan);
+  }
   return take_changed(std::move(values.plan), top ? &*top : nullptr,
                       values.body_commands_changed, options);
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -152,6 +153,9 @@ class ExecutableImpl {
  protected:
   /// Throws, naming the first command of `plan` this backend cannot run on its device.
   virtual void check_runs(const Plan& plan) const = 0;
+  /// As check_runs for `commands` alone (root commands of `plan` whose values are new): `plan`
+  /// has the structure of one check_runs passed, so only new values can be refused.
+  virtual void check_values(const Plan& plan, std::span<const std::uint32_t> commands) const = 0;
   /// Takes `plan`, which runs here: in place when `difference` is empty (it may still refuse,
   /// as CUDA may), else rebuilt (allowed by `options`). Calls replace_plan.
   virtual UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,

@@ -45,6 +45,9 @@ ArgumentStore::Slot ArgumentStore::add(const KernelParam& param) {
   const std::size_t align = std::max<std::size_t>(param.align, 1);
   const std::size_t offset = (used_ + align - 1) / align * align;
   reserve(offset + param.size);
+  // Zeros between values: stores laid out alike hold the same bytes wherever their values do
+  // (same_bytes compares them as one range).
+  if (offset > used_) std::memset(bytes_.get() + used_, 0, offset - used_);
   if (param.size) std::memcpy(bytes_.get() + offset, param.value, param.size);
   if (param.clear_padding) param.clear_padding(bytes_.get() + offset);
   used_ = offset + param.size;
@@ -63,6 +66,12 @@ void ArgumentStore::assign(Slot slot, const void* value) noexcept {
 }
 
 bool ArgumentStore::same_bytes(const ArgumentStore& other, Slot first, Slot end) const noexcept {
+  if (first >= end) return true;
+  const std::uint32_t begin = slots_[first].offset, last = slots_[end - 1].offset;
+  if (other.slots_[first].offset == begin && other.slots_[end - 1].offset == last) {
+    // Laid out alike (the same values recorded in the same order, zeros between them).
+    return std::memcmp(data(first), other.data(first), last + slots_[end - 1].size - begin) == 0;
+  }
   for (Slot s = first; s < end; ++s) {
     if (std::memcmp(data(s), other.data(s), slots_[s].size) != 0) return false;
   }

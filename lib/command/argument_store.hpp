@@ -39,7 +39,7 @@ class ArgumentStore {
   /// Overwrites slot `slot` with a value of the same size.
   void assign(Slot slot, const void* value) noexcept;
   /// Whether slots [first, end) hold the same bytes here and in `other`, whose slots there
-  /// are sized as these.
+  /// hold values of the same types as these.
   bool same_bytes(const ArgumentStore& other, Slot first, Slot end) const noexcept;
   /// Room for `slots` values of `bytes` in all, so a store filled again as the last one was
   /// (a frame recorded anew) grows no more.

@@ -26,6 +26,15 @@ bool same_access(const MemoryAccess& a, const MemoryAccess& b) {
          (a.label == b.label || (a.label && b.label && *a.label == *b.label));
 }
 
+// Whether `rec`'s edges, each once, are `distinct` (a plan's edges).
+bool same_edges(const Recording& rec, const std::vector<Edge>& distinct) {
+  if (rec.programmatic_edges().empty() && are_distinct(rec.edges())) {
+    return rec.edges() == distinct;  // as recorded edges mostly are: nothing to copy
+  }
+  return edge_union(distinct_edges(rec.edges()), distinct_edges(rec.programmatic_edges())) ==
+         distinct;
+}
+
 // The bodies met so far, by the plan `before` ran them with and the recording run now: each
 // compared once however many commands run it.
 struct Scan {
@@ -62,10 +71,7 @@ std::shared_ptr<Plan> with_new_values(const Plan& before, const Recording& rec, 
       bodies[c][b] = std::move(plan);
     }
   }
-  if (edge_union(distinct_edges(rec.edges()), distinct_edges(rec.programmatic_edges())) !=
-      before.edges) {
-    return nullptr;
-  }
+  if (!same_edges(rec, before.edges)) return nullptr;
 
   auto plan = std::make_shared<Plan>(before);
   plan->recording_id = rec.id();

@@ -167,7 +167,14 @@ std::vector<Edge> edge_union(const std::vector<Edge>& full, const std::vector<Ed
   return edges;
 }
 
+bool are_distinct(const std::vector<Edge>& edges) noexcept {
+  return std::adjacent_find(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+           return !(a < b);
+         }) == edges.end();
+}
+
 std::vector<Edge> distinct_edges(const std::vector<Edge>& edges) {
+  if (are_distinct(edges)) return edges;
   std::vector<Edge> sorted = edges;
   // By parent * n + child: a key of few digits for a counting sort, which leaves edges that
   // come sorted (as recorded edges nearly always do) as they are after one pass.

@@ -114,6 +114,10 @@ std::shared_ptr<const Plan> build_plan(const Recording& recording,
 /// `edges` sorted, each once.
 std::vector<Edge> distinct_edges(const std::vector<Edge>& edges);
 
+/// Whether `edges` are sorted, each once, as distinct_edges returns them: recorded edges mostly
+/// are (a chain's, a fork's, a join's), and then need no copy to be compared or hashed.
+bool are_distinct(const std::vector<Edge>& edges) noexcept;
+
 /// `full` and `programmatic` (each sorted and distinct) as one sorted distinct list: what
 /// Plan::edges starts from.
 std::vector<Edge> edge_union(const std::vector<Edge>& full, const std::vector<Edge>& programmatic);

@@ -23,10 +23,14 @@ struct Hasher {
   void add(std::uint64_t v) noexcept { h = mix(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6))); }
 };
 
-void add_edges(Hasher& hasher, const std::vector<Edge>& recorded) {
-  const std::vector<Edge> edges = distinct_edges(recorded);
+void add_distinct(Hasher& hasher, const std::vector<Edge>& edges) {
   hasher.add(edges.size());
   for (const Edge& e : edges) hasher.add(std::uint64_t{e.parent} << 32 | e.child);
+}
+
+void add_edges(Hasher& hasher, const std::vector<Edge>& recorded) {
+  if (are_distinct(recorded)) return add_distinct(hasher, recorded);  // no copy to make
+  add_distinct(hasher, distinct_edges(recorded));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // Recording: handles, names, argument copies, barriers, nesting, moves and resets.
+#include "command/argument_store.hpp"
 #include "plan/plan.hpp"
 #include "record/recording.hpp"
 #include "support/expect_error.hpp"
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 using namespace cmdgraph;
 
@@ -119,6 +121,27 @@ TEST_CASE("record.launch.arguments_converted_and_copied" * doctest::timeout(10))
   CHECK(stored_n == 8);
   CHECK(stored_a == 2.5f);
   CHECK(stored_x == x);
+}
+
+TEST_CASE("record.arguments.alike_stores_compare_whole" * doctest::timeout(10)) {
+  // Two stores of the same values recorded in the same order hold the same bytes over all of
+  // them, the gaps alignment leaves between values included, whatever the memory held before:
+  // a frame's comparison takes a command's values as one range.
+  detail::ArgumentStore a, b;
+  for (auto [store, dirt] : {std::pair{&a, 0xaaaaaaaaaaaaaaaaULL}, {&b, ~0ULL}}) {
+    store->add_value(dirt);
+    store->add_value(dirt);
+    store->truncate(0);  // what a refused command leaves behind
+    store->add_value('x');
+    store->add_value(std::uint64_t{7});  // 7 bytes of gap before it
+    store->add_value(std::uint16_t{3});
+  }
+  CHECK(a.same_bytes(b, 0, 3));
+  const std::uint64_t eight = 8;
+  b.assign(1, &eight);
+  CHECK_FALSE(a.same_bytes(b, 0, 3));
+  CHECK(a.same_bytes(b, 0, 1));
+  CHECK(a.same_bytes(b, 2, 3));
 }
 
 TEST_CASE("record.parallel_for.functor_copied_aligned" * doctest::timeout(10)) {

@@ -265,3 +265,33 @@ TEST_CASE("frames.a_frame_that_makes_a_conflict_is_refused" * doctest::timeout(6
     CHECK(cmdgraph::testing::mentions(*e, "'first'"));
   }
 }
+
+TEST_CASE("frames.new_values_the_backend_cannot_run_are_refused" * doctest::timeout(60)) {
+  // A frame of new values alone is checked where its values are new: a fill whose target is
+  // said to be cuda:0's memory (at the same address, so nothing it touches moves and the
+  // frame stays on the values path) is refused by the host backend, naming it, and the
+  // executable keeps the values it had.
+  HostBuffer<int> data(8), other(8);
+  auto frame = [&](CommandBuffer& cmd, int value, MemorySpace space, int device) {
+    const View<int> target(data.data(), 4, space, device);
+    cmd.fill(other.subview(0, 4), value, 4).named("other");
+    cmd.fill(target, value, 4).named("target");
+  };
+  CommandBuffer cmd("frame");
+  frame(cmd, 1, MemorySpace::host, -1);
+  Executable exe = compile(cmd, Device::host());
+  CommandBuffer values("frame");
+  frame(values, 2, MemorySpace::host, -1);
+  CHECK(exe.update(values).commands_changed == 2);
+  CommandBuffer on_gpu("frame");
+  frame(on_gpu, 3, MemorySpace::device, 0);
+  auto e = CMDGRAPH_EXPECT_ERROR(exe.update(on_gpu), errc::device_mismatch);
+  REQUIRE(e);
+  CHECK(cmdgraph::testing::mentions(*e, "'target'"));
+  std::fill(data.data(), data.data() + 8, -7);
+  std::fill(other.data(), other.data() + 8, -7);
+  Queue q(Device::host());
+  exe.launch(q).wait();
+  CHECK(data[0] == 2);
+  CHECK(other[0] == 2);
+}

@@ -429,6 +429,11 @@ void check_runs_on_device(const Plan& plan, int device) {
   Check::all(plan, plan, device);
 }
 
+void check_values_on_device(const Plan& plan, std::span<const std::uint32_t> commands,
+                            int device) {
+  for (const std::uint32_t c : commands) std::visit(Check(plan, c, plan, device), plan.payload(c));
+}
+
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device) {
   Check(plan, c, plan, device).memory(r, traits(plan.kind(c)).reaches_peers);
 }

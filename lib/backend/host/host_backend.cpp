@@ -46,6 +46,14 @@ void check_runs_on_host(const Plan& plan, bool portable) {
   check_commands_on_host(plan, plan);
 }
 
+void check_values_on_host(const Plan& plan, std::span<const std::uint32_t> commands) {
+  for (const std::uint32_t c : commands) {
+    if (const HostRefusal refusal = host_refusal(plan.payload(c), plan.arguments())) {
+      refuse(plan, c, plan, refusal);
+    }
+  }
+}
+
 // The event generations of one launch of `flat`, taken as it is submitted: a wait sees the
 // records submitted before its launch, then the launch's own records begin.
 EventGenerations submit_events(const FlatPlan& flat) {
@@ -263,6 +271,9 @@ class HostExecutable final : public ExecutableImpl {
 
  private:
   void check_runs(const Plan& plan) const override { check_runs_on_host(plan, portable_); }
+  void check_values(const Plan& plan, std::span<const std::uint32_t> commands) const override {
+    check_values_on_host(plan, commands);
+  }
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
                     const UpdateOptions&) override {
