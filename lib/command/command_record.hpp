@@ -23,6 +23,7 @@ struct RunHints {
   std::optional<std::chrono::nanoseconds> cost;  // cost(), costs_from(): for graph shaping
   bool update_free = false;  // a kernel whose arguments its node takes on the device at each
                              // launch (KernelCommand::update_free)
+  bool operator==(const RunHints&) const = default;
 };
 
 /// One recorded command: what it does and its name.

@@ -12,12 +12,11 @@
 namespace cmdgraph::detail {
 namespace {
 
-// The same command, but for its values and the recordings it runs as bodies.
+// The same command, but for its values and the recordings it runs as bodies: every field of
+// the two records equal but those.
 bool same_but_values(const CommandRecord& a, const CommandRecord& b) {
   return equal_but_bodies(a.payload, b.payload) && a.name == b.name &&
-         a.slots_end == b.slots_end && a.hints.priority == b.hints.priority &&
-         a.hints.programmatic_safe == b.hints.programmatic_safe && a.hints.cost == b.hints.cost &&
-         a.hints.update_free == b.hints.update_free;
+         a.slots_end == b.slots_end && a.hints == b.hints;
 }
 
 bool same_access(const MemoryAccess& a, const MemoryAccess& b) {
@@ -56,10 +55,12 @@ std::shared_ptr<Plan> with_new_values(const Plan& before, const Recording& rec, 
   }
   kept = true;
   std::vector<std::vector<std::shared_ptr<const Plan>>> bodies;
+  std::vector<std::uint32_t> with_bodies;
   for (std::uint32_t c = 0; c < commands.size(); ++c) {
     if (!same_but_values(before.command(c), commands[c])) return nullptr;
     const auto was = bodies_of(before.payload(c));
     const auto now = bodies_of(commands[c].payload);
+    if (!now.empty()) with_bodies.push_back(c);
     for (std::size_t b = 0; b < now.size(); ++b) {
       if (now[b] == was[b]) continue;  // the very recording `before` ran
       const std::shared_ptr<const Plan>& ran = before.bodies_of(c)[b];
@@ -75,7 +76,8 @@ std::shared_ptr<Plan> with_new_values(const Plan& before, const Recording& rec, 
 
   auto plan = std::make_shared<Plan>(before);
   plan->recording_id = rec.id();
-  plan->commands = commands;
+  // Its commands are the recording's already, but for the recordings they run as bodies.
+  for (const std::uint32_t c : with_bodies) plan->commands[c].payload = commands[c].payload;
   plan->values = rec.shared_arguments();
   plan->labels = rec.labels();
   if (!kept) plan->bodies = std::move(bodies);

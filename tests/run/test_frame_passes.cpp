@@ -233,6 +233,34 @@ TEST_CASE("frame_passes.one_pass_run_where_two_ran_is_compared_with_each" *
   }
 }
 
+TEST_CASE("frame_passes.two_passes_recorded_once_run_in_turn" * doctest::timeout(60)) {
+  // Double-buffered passes: two buffers recorded once, of one structure and other values, and
+  // the primary executes one or the other each frame. Each frame runs the pass it executes,
+  // the one the executable ran two frames before included.
+  CMDGRAPH_EACH_BACKEND(on) {
+    HostBuffer<int> out(4);
+    CommandBuffer even("pass"), odd("pass");
+    even.fill(out, 1, 4).named("fill");
+    odd.fill(out, 2, 4).named("fill");
+    auto frame = [&](int n) {
+      auto primary = std::make_unique<CommandBuffer>("frame");
+      primary->execute(n % 2 ? odd : even).named("pass");
+      return primary;
+    };
+    auto first = frame(0);
+    Executable exe = compile(*first, on.device, on.options());
+    Queue q(on.device);
+    for (int n = 0; n < 6; ++n) {
+      CAPTURE(n);
+      auto primary = frame(n);
+      CHECK(exe.update(*primary).commands_changed == (n == 0 ? 0 : 1));
+      std::fill(out.data(), out.data() + 4, -7);
+      exe.launch(q).wait();
+      CHECK(out[3] == (n % 2 ? 2 : 1));
+    }
+  }
+}
+
 TEST_CASE("frame_passes.a_conditional_body_with_new_values_counts_its_commands" *
           doctest::timeout(60)) {
   // Host only: the condition is compiled for the host alone here.
