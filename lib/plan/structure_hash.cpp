@@ -40,19 +40,21 @@ std::uint64_t structure_hash(const Recording& recording) {
   const std::vector<CommandRecord>& commands = recording.commands();
   hasher.add(commands.size());
   for (const CommandRecord& command : commands) {
-    hasher.add(command.payload.index());
-    hasher.add(reinterpret_cast<std::uintptr_t>(code_of(command.payload)));
+    // Kind, hints and body count in one word: a mix is most of what a command costs here (a
+    // collision costs a comparison, never a wrong hit).
     const std::optional<PriorityRequest>& priority = command.hints.priority;
-    hasher.add(priority ? 1 + std::uint64_t{priority->native} * 2 +
-                              (static_cast<std::uint64_t>(priority->value) << 2)
-                        : 0);
-    hasher.add(std::uint64_t{command.hints.update_free});
+    const auto bodies = bodies_of(command.payload);
+    const std::uint64_t flags = std::uint64_t{command.hints.update_free} |
+                                std::uint64_t{priority.has_value()} << 1 |
+                                std::uint64_t{priority && priority->native} << 2;
+    const std::uint64_t level = priority ? static_cast<std::uint32_t>(priority->value) : 0U;
+    hasher.add(command.payload.index() | flags << 8 | (bodies.size() & 0xffff) << 16 |
+               level << 32);
+    hasher.add(reinterpret_cast<std::uintptr_t>(code_of(command.payload)));
     if (const auto& transient = allocated(command.payload)) {
       hasher.add(transient->bytes());
       hasher.add(transient->element_size());
     }
-    const auto bodies = bodies_of(command.payload);
-    hasher.add(bodies.size());
     for (const auto& body : bodies) hasher.add(structure_hash(*body));
   }
   add_edges(hasher, recording.edges());
