@@ -19,6 +19,7 @@
 #include <cmdgraph/queue.hpp>
 #include <cmdgraph/semaphore.hpp>
 #include <cmdgraph/transient.hpp>
+#include <cmdgraph/typed_commands.hpp>
 #if CMDGRAPH_HAVE_NCCL
 #include <cmdgraph/communicator.hpp>
 #endif

@@ -14,6 +14,7 @@
 #include <cmdgraph/indirect_calls.hpp>
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/transient.hpp>
+#include <cmdgraph/typed_commands.hpp>
 #if CMDGRAPH_HAVE_NCCL
 #include <cmdgraph/collective_calls.hpp>
 #endif

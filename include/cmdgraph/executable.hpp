@@ -12,6 +12,7 @@
 #include <cmdgraph/fence.hpp>
 #include <cmdgraph/profile.hpp>
 #include <cmdgraph/semaphore.hpp>
+#include <cmdgraph/typed_commands.hpp>
 #if CMDGRAPH_HAVE_NCCL
 #include <cmdgraph/communicator.hpp>
 #endif
