@@ -7,6 +7,8 @@
 // timed; each way has buffers of its own, each pass recorded by the same thread every frame.
 // Medians of alternating trials; prints each and the ratio parallel / serial.
 // Usage: bench_record_parallel [secondaries] [commands] [trials]
+#include "host_bench.hpp"
+
 #include <cmdgraph/cmdgraph.hpp>
 
 #include <algorithm>
@@ -22,13 +24,10 @@
 namespace {
 
 using namespace cmdgraph;
-using Clock = std::chrono::steady_clock;
-
-struct Scale {  // a parallel_for functor: the arguments of a small kernel
-  float* data;
-  float factor;
-  CMDGRAPH_HOST_DEVICE void operator()(std::size_t i) const { data[i] *= factor; }
-};
+using host_bench::Clock;
+using host_bench::elapsed_us;
+using host_bench::median;
+using host_bench::Scale;
 
 // One pass: N commands in a chain, each with its own argument value (as a frame's would be).
 void record_pass(CommandBuffer& pass, float* data, std::size_t commands, float frame) {
@@ -73,15 +72,6 @@ class Workers {
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double elapsed_us(Clock::time_point since) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - since).count();
-}
 
 }  // namespace
 
