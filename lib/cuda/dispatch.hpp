@@ -56,7 +56,6 @@ struct ArgumentEntry {
 struct ArgumentBlock {
   unsigned long long generation;
   unsigned parameters;
-  unsigned nodes;
 };
 
 /// The host stub of `__global__ void (const ArgumentBlock* block, const cudaGraphDeviceNode_t*

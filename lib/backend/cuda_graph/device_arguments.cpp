@@ -138,7 +138,6 @@ const cuda::ArgumentBlock* DeviceArguments::publish(const ArgumentStore& values)
   if (filled == 0) {
     std::memcpy(head + 1, runs_.data(), runs_.size() * sizeof(cuda::ArgumentEntry));
     head->parameters = static_cast<unsigned>(runs_.size());
-    head->nodes = static_cast<unsigned>(commands_.size());
   }
   for (std::size_t place = 0; place < commands_.size(); ++place) {
     if (filled != 0 && changed_at_[place] <= filled) continue;  // the block holds them already
