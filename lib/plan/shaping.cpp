@@ -5,6 +5,7 @@
 #include "plan/order.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -22,14 +23,23 @@ bool takes_lane(const Plan& plan, std::uint32_t c) {
   return takes_time(plan, c) && !plan.command(c).hints.priority;
 }
 
+// The cost of `c`: its own, else the measured duration, if any.
+std::optional<std::chrono::nanoseconds> cost_of(const Plan& plan, std::uint32_t c,
+                                                std::span<const std::chrono::nanoseconds> measured) {
+  if (const auto& own = plan.command(c).hints.cost) return own;
+  if (c < measured.size()) return measured[c];
+  return std::nullopt;
+}
+
 // How long each command is counted as taking: its cost plus the launch unit (in ns), or one
 // unit each; 0 for barriers and events. A command taking no lane may have no cost: it counts
 // the launch unit alone.
-std::vector<std::uint64_t> times_of(const Plan& plan, bool by_costs) {
+std::vector<std::uint64_t> times_of(const Plan& plan, bool by_costs,
+                                    std::span<const std::chrono::nanoseconds> measured) {
   std::vector<std::uint64_t> time(plan.size(), 0);
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (!takes_time(plan, c)) continue;
-    const auto cost = plan.command(c).hints.cost.value_or(std::chrono::nanoseconds(0));
+    const auto cost = cost_of(plan, c, measured).value_or(std::chrono::nanoseconds(0));
     time[c] = by_costs ? static_cast<std::uint64_t>((cost + shaping_launch_unit).count()) : 1;
   }
   return time;
@@ -159,35 +169,44 @@ std::vector<Edge> lane_edges(const Plan& plan, const std::vector<std::uint32_t>&
   return added;
 }
 
-// Why shaping stops before scheduling, or an empty string to go on.
-std::string unshaped_because(const Plan& plan, GraphShape shape) {
-  if (shape.is_off()) return "off";
+// Why shaping stops before scheduling, or an empty reason to go on; `wants_costs` when only
+// costs are missing.
+GraphShaping unshaped(const Plan& plan, GraphShape shape,
+                      std::span<const std::chrono::nanoseconds> measured) {
+  GraphShaping out;
+  if (shape.is_off()) {
+    out.reason = "off";
+    return out;
+  }
   const std::string mode = shape.is_automatic() ? "automatic" : "uniform";
   const bool chains_only = std::all_of(plan.order.begin(), plan.order.end(), [&](std::uint32_t c) {
     return plan.parents[c].size() <= 1 && plan.children[c].size() <= 1;
   });
   if (shape.lane_count() == 0 && chains_only) {
     // Each chain keeps a lane of its own: nothing to add, and nothing to compute.
-    return mode + ": chains only, nothing to add";
+    out.reason = mode + ": chains only, nothing to add";
+    return out;
   }
-  if (!shape.is_automatic()) return {};
+  if (!shape.is_automatic()) return out;
   std::size_t taking = 0, uncosted = 0;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (!takes_lane(plan, c)) continue;
     ++taking;
-    uncosted += !plan.command(c).hints.cost;
+    uncosted += !cost_of(plan, c, measured);
   }
-  if (uncosted == 0) return {};
-  return "automatic: " + std::to_string(uncosted) + " of " + std::to_string(taking) +
-         " commands that take a lane have no cost (cost(), costs_from()), so the plan's "
-         "edges stand";
+  if (uncosted == 0) return out;
+  out.reason = "automatic: " + std::to_string(uncosted) + " of " + std::to_string(taking) +
+               " commands that take a lane have no cost (cost(), costs_from()), so the plan's "
+               "edges stand";
+  out.wants_costs = true;
+  return out;
 }
 
-bool every_lane_has_a_cost(const Plan& plan) {
+bool every_lane_has_a_cost(const Plan& plan, std::span<const std::chrono::nanoseconds> measured) {
   bool any = false;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
     if (!takes_lane(plan, c)) continue;
-    if (!plan.command(c).hints.cost) return false;
+    if (!cost_of(plan, c, measured)) return false;
     any = true;
   }
   return any;
@@ -195,13 +214,13 @@ bool every_lane_has_a_cost(const Plan& plan) {
 
 }  // namespace
 
-GraphShaping shape_graph(const Plan& plan, GraphShape shape) {
-  GraphShaping out;
-  out.reason = unshaped_because(plan, shape);
+GraphShaping shape_graph(const Plan& plan, GraphShape shape,
+                         std::span<const std::chrono::nanoseconds> measured) {
+  GraphShaping out = unshaped(plan, shape, measured);
   if (!out.reason.empty()) return out;
   const bool by_costs =
-      shape.is_automatic() || (shape.lane_count() > 0 && every_lane_has_a_cost(plan));
-  const std::vector<std::uint64_t> time = times_of(plan, by_costs);
+      shape.is_automatic() || (shape.lane_count() > 0 && every_lane_has_a_cost(plan, measured));
+  const std::vector<std::uint64_t> time = times_of(plan, by_costs, measured);
   const std::vector<std::uint64_t> tail = tails_of(plan, time);
   const std::uint64_t gap = by_costs ? shaping_dispatch_gap.count() : 0;
   const Schedule unshaped = schedule_of(plan, time, tail, gap);

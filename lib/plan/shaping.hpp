@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct GraphShaping {
   std::size_t edges_added = 0;    // lane edges the shaped graph holds beyond the plan's
   std::size_t edges_dropped = 0;  // plan edges the lane edges imply, left out
   std::string reason;             // for ExecutableStats::shape_reason
+  /// automatic() left it unshaped only for want of costs: timed launches could supply them
+  /// (backend/cuda_graph/shape_learning.hpp).
+  bool wants_costs = false;
 
   bool shaped() const noexcept { return lanes > 0; }
 };
@@ -54,8 +58,11 @@ struct GraphShaping {
 /// those lane edges are then reduced again, so every plan edge is still implied and the
 /// result has no cycle. Commands of weight 0 (barriers, events) and commands with a priority
 /// of their own take no lane. Unshaped when the lanes add no edge, and under automatic()
-/// when a command that takes a lane has no cost (the reason counts them).
-/// \pre shape is not lanes(0).
-GraphShaping shape_graph(const Plan& plan, GraphShape shape);
+/// when a command that takes a lane has no cost (the reason counts them). `measured`, when
+/// given, holds a duration for each top-level command (a timed launch's): a command without a
+/// cost of its own counts that instead, so automatic() shapes as if every command had one.
+/// \pre shape is not lanes(0); `measured` is empty or has plan.size() durations.
+GraphShaping shape_graph(const Plan& plan, GraphShape shape,
+                         std::span<const std::chrono::nanoseconds> measured = {});
 
 }  // namespace cmdgraph::detail

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -306,6 +307,75 @@ TEST_CASE("plan.shaping.automatic_without_every_cost_keeps_the_plans_edges" *
   CHECK_FALSE(s.shaped());
   CHECK(s.reason == "automatic: 60 of 60 commands that take a lane have no cost (cost(), "
                     "costs_from()), so the plan's edges stand");
+}
+
+// Each vertex a kernel with cost `costs[v]`, when it has one.
+std::shared_ptr<const Plan> plan_with_costs(
+    const Dag& dag, const std::vector<std::optional<std::chrono::nanoseconds>>& costs) {
+  CommandBuffer cmd("measured");
+  std::vector<Command> c;
+  for (std::size_t v = 0; v < dag.size; ++v) {
+    c.push_back(cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, static_cast<int>(v)));
+    if (costs[v]) c.back().cost(*costs[v]);
+  }
+  for (const auto& [p, k] : dag.edges) c[k].after(c[p]);
+  return detail::build_plan(*detail::recording_of(cmd));
+}
+
+TEST_CASE("plan.shaping.measured_durations_stand_in_for_missing_costs" * doctest::timeout(60)) {
+  std::size_t shaped = 0;
+  for (std::uint32_t seed = 0; seed < 30; ++seed) {
+    CAPTURE(seed);
+    const Dag dag = random_dag(DagShape::random, 40 + seed * 5, 900 + seed);
+    std::mt19937 rng(seed);
+    // Some commands have a cost of their own; every one has a measured duration, which for
+    // those with a cost is far off (their own must win).
+    std::vector<std::optional<std::chrono::nanoseconds>> own(dag.size), whole(dag.size);
+    std::vector<std::chrono::nanoseconds> measured(dag.size);
+    for (std::size_t v = 0; v < dag.size; ++v) {
+      measured[v] = random_cost(rng);
+      if (rng() % 3 == 0) own[v] = random_cost(rng);
+      whole[v] = own[v] ? *own[v] : measured[v];
+    }
+    if (std::all_of(own.begin(), own.end(), [](const auto& c) { return c.has_value(); })) {
+      own[0].reset();
+      whole[0] = measured[0];
+    }
+    for (std::size_t v = 0; v < dag.size; ++v) {
+      if (own[v]) measured[v] = 999us;
+    }
+    const auto partly = plan_with_costs(dag, own);
+    const GraphShaping without = detail::shape_graph(*partly, GraphShape::automatic());
+    CHECK_FALSE(without.shaped());
+    CHECK(without.wants_costs);
+    const GraphShaping learned = detail::shape_graph(*partly, GraphShape::automatic(), measured);
+    const GraphShaping given = detail::shape_graph(*plan_with_costs(dag, whole),
+                                                   GraphShape::automatic());
+    CHECK_FALSE(learned.wants_costs);
+    CHECK(learned.reason == given.reason);
+    REQUIRE(learned.shaped() == given.shaped());
+    if (!learned.shaped()) continue;
+    ++shaped;
+    check_shaped(*partly, learned);
+    CHECK(learned.lanes == given.lanes);
+    CHECK(learned.order == given.order);
+    for (std::uint32_t c = 0; c < partly->size(); ++c) {
+      const auto a = learned.parents[c];
+      const auto b = given.parents[c];
+      CHECK(std::vector<std::uint32_t>(a.begin(), a.end()) ==
+            std::vector<std::uint32_t>(b.begin(), b.end()));
+    }
+  }
+  CHECK(shaped > 10);
+  // Only automatic() wants costs: the others shape without them or not at all.
+  const auto bare = plan_of(random_dag(DagShape::random, 60, 5));
+  CHECK(detail::shape_graph(*bare, GraphShape::automatic()).wants_costs);
+  CHECK_FALSE(detail::shape_graph(*bare, GraphShape::uniform()).wants_costs);
+  CHECK_FALSE(detail::shape_graph(*bare, GraphShape::off()).wants_costs);
+  CHECK_FALSE(detail::shape_graph(*bare, GraphShape::lanes(4)).wants_costs);
+  // Chains have nothing to add, costs or none.
+  CHECK_FALSE(detail::shape_graph(*plan_of(random_dag(DagShape::chain, 40, 5)),
+                                  GraphShape::automatic()).wants_costs);
 }
 
 TEST_CASE("plan.shaping.uniform_never_lengthens_the_schedule" * doctest::timeout(120)) {
