@@ -38,8 +38,8 @@ struct GraphShaping {
   std::size_t edges_added = 0;    // lane edges the shaped graph holds beyond the plan's
   std::size_t edges_dropped = 0;  // plan edges the lane edges imply, left out
   std::string reason;             // for ExecutableStats::shape_reason
-  /// automatic() left it unshaped only for want of costs: timed launches could supply them
-  /// (backend/cuda_graph/shape_learning.hpp).
+  /// automatic() left it unshaped only for want of costs: measured durations (shape_graph's
+  /// `measured`) could supply them.
   bool wants_costs = false;
 
   bool shaped() const noexcept { return lanes > 0; }
@@ -59,7 +59,7 @@ struct GraphShaping {
 /// result has no cycle. Commands of weight 0 (barriers, events) and commands with a priority
 /// of their own take no lane. Unshaped when the lanes add no edge, and under automatic()
 /// when a command that takes a lane has no cost (the reason counts them). `measured`, when
-/// given, holds a duration for each top-level command (a timed launch's): a command without a
+/// given, holds a duration for each top-level command (timed, or assumed): a command without a
 /// cost of its own counts that instead, so automatic() shapes as if every command had one.
 /// \pre shape is not lanes(0); `measured` is empty or has plan.size() durations.
 GraphShaping shape_graph(const Plan& plan, GraphShape shape,
