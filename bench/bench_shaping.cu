@@ -1,11 +1,14 @@
 // Graph shaping (CompileOptions::shape) against the raw graph a hand builds of the same DAG, in
 // the same process: device time per replay and host time of one launch, for each shaping;
 // "automatic" is the default with every kernel's cost given (its spin time), "uniform" counts
-// each kernel as one unit. The default without costs is the plan's graph, as "off".
+// each kernel as one unit. The default without costs ("learned") is the plan's graph, as
+// "off", until it learned its shape from its own launches; it is measured once learning ended,
+// and what its launches cost on the way is printed.
 #include "bench_support.cuh"
 
 #include <cmdgraph/cmdgraph.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -113,11 +116,32 @@ struct Variant {
   bool costs;
 };
 
+// What learning the shape (the default without costs) cost: each launch timed alone until
+// shape_reason no longer says it is learning.
+struct Learning {
+  int ended_at = -1;  // -1: still learning after the cap
+  double median_us = 0, slowest_us = 0;
+};
+
+Learning settle(Executable& exe, cudaStream_t s, Queue& queue) {
+  Learning out;
+  std::vector<double> took;
+  for (int k = 0; k < 5000 && out.ended_at < 0; ++k) {
+    took.push_back(bench::device_us(s, [&] { exe.launch(queue); }));
+    queue.wait();
+    if (exe.stats().shape_reason.find("learning the shape") == std::string::npos) out.ended_at = k;
+  }
+  out.slowest_us = *std::max_element(took.begin(), took.end());
+  out.median_us = bench::median(took);
+  return out;
+}
+
 void measure(const char* what, const Parents& parents, const Cycles& cycles, Queue& queue) {
   cudaStream_t s = queue.native_handle();
   const Variant variants[] = {{"off", GraphShape::off(), false},
                               {"uniform", GraphShape::uniform(), false},
                               {"automatic", GraphShape::automatic(), true},
+                              {"learned", GraphShape::automatic(), false},
                               {"lanes(8)", GraphShape::lanes(8), false},
                               {"lanes(32)", GraphShape::lanes(32), false}};
   constexpr int count = sizeof(variants) / sizeof(variants[0]);
@@ -132,6 +156,7 @@ void measure(const char* what, const Parents& parents, const Cycles& cycles, Que
   cudaGraphExec_t raw = raw_exec(parents, cycles, s);
   std::vector<Executable> exes;
   for (const Variant& v : variants) exes.push_back(ours(parents, cycles, v.shape, v.costs));
+  const Learning learning = settle(exes[3], s, queue);
   std::vector<double> replay[count + 1], host[count + 1];
   for (int trial = 0; trial <= trials; ++trial) {  // the first is a warm-up
     for (int i = 0; i <= count; ++i) {
@@ -166,6 +191,11 @@ void measure(const char* what, const Parents& parents, const Cycles& cycles, Que
                 bench::median(host[i + 1]) / raw_host, st.shape_lanes, st.edges_shape_added,
                 st.edges_shape_dropped);
   }
+  std::printf("  learned: learning ended at launch %d of its own (%zu timed, the learned graph "
+              "from launch %llu); replay on the way: median %.1f us, slowest %.1f us (%.3fx raw)\n",
+              learning.ended_at, exes[3].stats().shape_timed_launches,
+              static_cast<unsigned long long>(exes[3].stats().shape_learned_at_launch),
+              learning.median_us, learning.slowest_us, learning.slowest_us / raw_replay);
   BENCH_CUDA(cudaGraphExecDestroy(raw));
 }
 

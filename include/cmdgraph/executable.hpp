@@ -72,6 +72,11 @@ struct ExecutableStats {
   /// What shaping did and why (e.g. "automatic: 12 lanes (the most commands the costs run at
   /// once): 40 lane edges added, 31 edges they imply left out").
   std::string shape_reason;
+  /// Launches timed to learn the shape: GraphShape::automatic() on commands without a cost
+  /// times candidate shapings' launches, each beside a launch of the plan's graph.
+  std::size_t shape_timed_launches = 0;
+  /// The launch (numbered from 0) from which the learned shaping ran; 0 while none did.
+  std::uint64_t shape_learned_at_launch = 0;
   /// Commands whose kernels run at a priority of their own (priority()), bodies included;
   /// 0 on the host backend.
   std::size_t commands_prioritised = 0;

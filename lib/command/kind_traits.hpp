@@ -42,6 +42,9 @@ struct KindTraits {
                                   ///< kinds touch their own device's and host memory only
   bool pinned_or_device = false;  ///< touches only memory a GPU reaches directly, device or
                                   ///< pinned, never pageable (a memory operation)
+  bool captured = false;          ///< on a CUDA graph, what stream capture made of work a
+                                  ///< callable or library enqueued as the graph was built:
+                                  ///< building the graph again runs that again
 
   /// The name with its article, for messages: "a host", "an indirect".
   std::string with_article() const {

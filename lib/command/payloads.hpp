@@ -151,7 +151,8 @@ struct NestedPayload {
 struct CapturePayload {
   static constexpr KindTraits traits{.kind = CommandKind::capture, .name = "capture",
                                      .dot_shape = "component", .runs_device_code = true,
-                                     .in_device_loop = false, .declares_access = true};
+                                     .in_device_loop = false, .declares_access = true,
+                                     .captured = true};
   std::shared_ptr<CaptureTask> task;
   CaptureTask* capture_task() const noexcept { return task.get(); }
   bool operator==(const CapturePayload&) const = default;
@@ -169,7 +170,8 @@ struct BarrierPayload {
 struct CollectivePayload {
   static constexpr KindTraits traits{.kind = CommandKind::collective, .name = "collective",
                                      .dot_shape = "hexagon", .runs_device_code = true,
-                                     .updatable = true, .in_device_loop = false};
+                                     .updatable = true, .in_device_loop = false,
+                                     .captured = true};
   std::shared_ptr<CommunicatorState> comm;  // shared by the recording and every executable
   ArgumentStore::Slot spec;  // CollectiveSpec; for exchange, spec.count TransferSpecs follow
   int ranks, rank, device;   // the communicator's size, this rank and its CUDA device

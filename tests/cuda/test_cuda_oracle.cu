@@ -1,6 +1,7 @@
 // The ordering oracle on both CUDA backends: random DAGs up to 10,000 commands, every command
 // a kernel taking tickets with atomicAdd; and the same recordings on every backend give the
 // same per-command run counts.
+#include "backend/cuda_graph/shape_learning.hpp"
 #include "cuda/oracle.cuh"
 #include "support/expect_error.hpp"
 
@@ -8,6 +9,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <random>
 #include <span>
 #include <string>
@@ -124,6 +127,166 @@ TEST_CASE("cuda.oracle.update_keeps_the_shape" * doctest::timeout(120)) {
   q.wait();
   const std::string wrong = check_order(dag, board.read(), launches, r.elements);
   CHECK_MESSAGE(wrong.empty(), wrong);
+}
+
+namespace {
+
+// Launches `exe` on `q`, waiting after each, until learning ended (shape_reason says what
+// it learned) and `after` launches more ran, at most `cap`; returns the launches made.
+std::uint32_t launch_until_learned(Executable& exe, Queue& q, std::uint32_t cap,
+                                   std::uint32_t after,
+                                   const std::function<void(std::uint32_t)>& each = {}) {
+  std::uint32_t k = 0, ended = cap;
+  for (; k < cap && k < ended + after; ++k) {
+    if (each) each(k);
+    exe.launch(q);
+    q.wait();
+    if (ended == cap && exe.stats().shape_reason.find("learning the shape") == std::string::npos) {
+      ended = k;
+    }
+  }
+  return k;
+}
+
+}  // namespace
+
+// GraphShape::automatic() on commands without costs learns the shape: from launch 16 on,
+// candidate shapings run in place of launches, each timed beside a launch of the plan's graph,
+// and the winner takes over. Every launch (of the plan's graph, a candidate or the winner)
+// keeps every edge, and the launches follow each other. Which wins depends on the card and
+// the kernels; the second and third DAGs learn with margins so wide that the fewest lanes
+// win, so that a takeover is seen on every card.
+TEST_CASE("cuda.oracle.learned_shape_keeps_every_edge" * doctest::timeout(300)) {
+  // Launches at most: the builds run beside launches the test waits for, which slow them.
+  constexpr std::uint32_t cap = 3000;
+  const detail::LearningPace before = detail::default_learning_pace();
+  std::size_t learned = 0;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    detail::LearningPace& pace = detail::default_learning_pace();
+    pace = before;
+    if (i > 0) pace.within = pace.reject = 100;
+    const Dag dag =
+        random_dag(i == 1 ? DagShape::layered : DagShape::random, 300 + 200 * i, 9600 + i);
+    CAPTURE(dag.describe());
+    DeviceBoard board(Device::cuda(0), dag.size * cap);
+    CommandBuffer cmd("learned");
+    const Recorded r = record_dag(cmd, dag, [&](std::uint32_t per) {
+      return board.board(static_cast<std::uint32_t>(dag.size), per, cap);
+    }, true);
+    Executable exe = compile(cmd, Device::cuda(0));
+    REQUIRE(exe.backend() == Backend::cuda_graph);
+    CHECK(exe.stats().shape_lanes == 0);
+    CHECK_MESSAGE(exe.stats().shape_reason.find("automatic: learning the shape") == 0,
+                  exe.stats().shape_reason);
+    Queue q(Device::cuda(0));
+    const std::uint32_t launches = launch_until_learned(exe, q, cap, 20);
+    const ExecutableStats s = exe.stats();
+    CAPTURE(s.shape_reason);
+    CHECK(launches < cap);
+    // Pairs: a candidate's launch and the plan graph's next.
+    CHECK(s.shape_timed_launches >= 2);
+    CHECK(s.shape_timed_launches % 2 == 0);
+    const std::string timed = std::to_string(s.shape_timed_launches) + " timed launches";
+    if (s.shape_lanes > 0) {
+      ++learned;
+      CHECK(s.shape_reason.find("automatic, learned from " + timed +
+                                " (replay against the plan's graph: ") == 0);
+      CHECK(s.edges_shape_added > 0);
+      CHECK(s.shape_learned_at_launch >= 16 + 8);  // four pairs of the winner, from 16 on
+      CHECK(s.shape_learned_at_launch + 20 <= launches);
+    } else {
+      CHECK(s.shape_reason.find("automatic: learned from " + timed) == 0);
+    }
+    const std::string wrong = check_order(dag, board.read(), launches, r.elements);
+    CHECK_MESSAGE(wrong.empty(), wrong);
+  }
+  detail::default_learning_pace() = before;
+  CHECK(learned >= 2);
+}
+
+namespace {
+
+__global__ void sum_into(const int* in, int n, int* total) {
+  int sum = 0;
+  for (int i = 0; i < n; ++i) sum += in[i];
+  *total = sum;
+}
+
+// A fork-join: zeros, 256 kernels each setting one cell, a kernel summing them (wide enough
+// that lanes start it faster than the plan's graph does).
+struct Fan {
+  static constexpr int width = 256;
+  CommandBuffer cmd{"fan"};
+  std::vector<KernelCommand<int, int, int*>> sets;
+
+  Fan(int* cells, int* total, const std::vector<int>& values) {
+    const auto zero = cmd.launch(&set_kernel, LaunchConfig{{1}, {width}}, width, 0, cells);
+    auto sum = cmd.launch(&sum_into, LaunchConfig{{1}, {1}}, cells, width, total);
+    for (int i = 0; i < width; ++i) {
+      sets.push_back(cmd.launch(&set_kernel, LaunchConfig{{1}, {1}}, 1, values[i], cells + i));
+      sets.back().after(zero);
+      sum.after(sets.back());
+    }
+  }
+};
+
+}  // namespace
+
+// Values updated while the shape is learned reach the launch whichever instance runs it (the
+// plan's graph, a candidate, the winner): by handle (each launch some), and by a re-recorded
+// buffer taken in place (while learning, and after a winner took over). Outputs are poisoned
+// before every launch.
+TEST_CASE("cuda.oracle.learned_shape_takes_every_update" * doctest::timeout(300)) {
+  const Device gpu = Device::cuda(0);
+  Buffer<int> cells(gpu, Fan::width), total(gpu, 1);
+  std::vector<int> values(Fan::width);
+  for (int i = 0; i < Fan::width; ++i) values[i] = i;
+  auto fan = std::make_unique<Fan>(cells.data(), total.data(), values);
+  Executable exe = compile(fan->cmd, gpu);
+  REQUIRE(exe.backend() == Backend::cuda_graph);
+  Queue q(gpu);
+  std::vector<int> seen(Fan::width);
+  std::string wrong;
+  std::uint32_t rerecorded = 0;
+  auto step = [&](std::uint32_t k) {
+    if (k > 0) {
+      TEST_CUDA(cudaMemcpy(seen.data(), cells.data(), sizeof(int) * Fan::width,
+                           cudaMemcpyDeviceToHost));
+      int sum = 0, expected = 0;
+      TEST_CUDA(cudaMemcpy(&sum, total.data(), sizeof(int), cudaMemcpyDeviceToHost));
+      for (int v : values) expected += v;
+      if (wrong.empty() && (seen != values || sum != expected)) {
+        wrong = "launch " + std::to_string(k - 1) + " ran other values (sum " +
+                std::to_string(sum) + ", expected " + std::to_string(expected) + ")";
+      }
+    }
+    TEST_CUDA(cudaMemset(cells.data(), 0xff, sizeof(int) * Fan::width));
+    TEST_CUDA(cudaMemset(total.data(), 0xff, sizeof(int)));
+    TEST_CUDA(cudaDeviceSynchronize());
+    if (k % 25 == 24) {  // a whole frame of new values, re-recorded
+      for (int i = 0; i < Fan::width; ++i) values[i] = static_cast<int>(k) * 1000 + i;
+      auto again = std::make_unique<Fan>(cells.data(), total.data(), values);
+      CHECK_FALSE(exe.update(again->cmd).reinstantiated);
+      fan = std::move(again);  // later updates by handle take its handles
+      ++rerecorded;
+      return;
+    }
+    for (int i = static_cast<int>(k % 8); i < Fan::width; i += 8) {
+      values[i] = static_cast<int>(k) * 7 + i;
+      exe.update(fan->sets[i], 1, values[i], cells.data() + i);
+    }
+  };
+  const std::uint32_t launches = launch_until_learned(exe, q, 3000, 60, step);
+  step(launches);  // checks the last launch
+  const ExecutableStats s = exe.stats();
+  CAPTURE(s.shape_reason);
+  CHECK_MESSAGE(wrong.empty(), wrong);
+  CHECK(s.shape_timed_launches >= 2);  // candidates ran, updated, in place of launches
+  if (s.shape_lanes > 0) {  // a candidate won (else the plan's graph ran best)
+    // Re-recorded frames came both while learning and after the learned graph took over.
+    CHECK(rerecorded * 25 > s.shape_learned_at_launch + 25);
+    CHECK(s.shape_learned_at_launch > 25);
+  }
 }
 
 TEST_CASE("cuda.oracle.inferred_edges_both_backends" * doctest::timeout(300)) {

@@ -213,6 +213,8 @@ TEST_CASE("cuda.update.a_frame_cuda_refuses_node_by_node_changes_nothing" * doct
       expected = 7;  // refused: the copy from h stands
     }
     TEST_CUDA(cudaMemset(a.data(), 0xff, 4 * sizeof(int)));
+    // The memsets run on the legacy stream, which q's does not wait for.
+    TEST_CUDA(cudaDeviceSynchronize());
     Queue q(gpu);
     exe.launch(q).wait();
     CHECK(read_int(a, 3) == expected);

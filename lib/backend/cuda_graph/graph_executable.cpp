@@ -54,6 +54,7 @@ GraphExecutable::GraphExecutable(std::shared_ptr<const Plan> plan, Device device
   this->stats().backend = Backend::cuda_graph;
   this->stats().edges_programmatic = current_.built.programmatic_edges;
   note_shaping(current_.built.shaping.get());
+  start_learning();
 }
 
 std::unique_ptr<ExecutableImpl> GraphExecutable::clone() const {
@@ -114,9 +115,10 @@ InstanceOptions GraphExecutable::plain_options(const Instance& profiled,
 void GraphExecutable::enqueue(CudaQueue& queue, CudaQueue* previous) {
   const cuda::Served served = cuda::for_executable(name());
   const bool profiled = current_launch().profiled;
-  Instance& in = plain_ && !profiled ? *plain_ : current_;
+  const ShapeLearning::Turn turn = learning_ ? learning_turn() : ShapeLearning::Turn{};
+  Instance& in = turn.instead ? *turn.instead : plain_ && !profiled ? *plain_ : current_;
   if (arguments_ && arguments_->pending()) hand_over_arguments(served);
-  if (plain_ && previous) {
+  if (switched_ && previous) {
     // CUDA orders the launches of one graph exec, not of two: follow the previous queue.
     cuda::record_event(switched_.get(), previous->stream(), served);
     cuda::wait_event(queue.stream(), switched_.get(), served);
@@ -126,11 +128,75 @@ void GraphExecutable::enqueue(CudaQueue& queue, CudaQueue* previous) {
     in.uploaded.reset();  // CUDA keeps the event alive until the wait is satisfied
     in.upload.reset();
   }
+  if (turn.timed) learning_->began(queue.stream(), ordinal());
   if (mode() == ProfileMode::cupti && profiled) {
     enqueue_traced(queue, served);
   } else {
     cuda::launch_graph(in.exec.get(), queue.stream(), served);
   }
+  if (turn.timed) {
+    learning_->ended(queue.stream());
+    stats().shape_timed_launches = learning_->timed_launches();
+  }
+  if (learning_ && learning_->done()) learning_.reset();  // nothing left building
+}
+
+void GraphExecutable::start_learning() {
+  if (learning_) retire_all(learning_->release());
+  learning_.reset();
+  stats().shape_timed_launches = 0;
+  stats().shape_learned_at_launch = 0;
+  const GraphShaping* shaping = current_.built.shaping.get();
+  if (!shaping) return;
+  const std::string refused = learning_refused(plan(), *shaping, mode() != ProfileMode::off,
+                                               reports_ || arguments_, lowering().device_launch);
+  if (!refused.empty()) {
+    if (shaping->wants_costs) stats().shape_reason += "; not learned: " + refused;
+    return;
+  }
+  ShapeLearning::Make make = [device = ordinal(), programmatic = lowering().programmatic,
+                              errors = current_.host_errors](
+                                 const Plan& plan, ExecutableValues values,
+                                 std::shared_ptr<const GraphShaping> shaping) {
+    InstanceOptions options;
+    options.build = {device, nullptr, ProfileMode::off, nullptr, programmatic, nullptr};
+    // A candidate runs launches of the current instance, and the winner takes over its
+    // count: their host tasks' errors are the current one's.
+    options.errors = errors;
+    options.shaping = std::move(shaping);
+    TransientBinding transients;  // none: learning_refused
+    return instantiate(plan, values, transients, std::move(options));
+  };
+  learning_ =
+      std::make_unique<ShapeLearning>(shared_plan(), std::move(make), default_learning_pace());
+  if (!switched_) switched_ = cuda::create_event(ordinal(), false, cuda::for_executable(name()));
+  stats().shape_reason = learning_->reason();
+}
+
+ShapeLearning::Turn GraphExecutable::learning_turn() {
+  ShapeLearning::Turn turn =
+      learning_->turn(current_launch().index, shared_plan(), args_,
+                      [this](Instance& in, std::uint32_t c) { set_node(in, c); });
+  retire_all(std::move(turn.drop));
+  if (turn.shaped) {
+    // It shares the current instance's host errors: launches go on being counted as before.
+    retire(std::make_shared<Instance>(std::exchange(current_, std::move(*turn.shaped))));
+    turn.shaped.reset();
+    note_shaping(current_.built.shaping.get());
+    stats().shape_learned_at_launch = current_launch().index;
+  }
+  if (learning_->done()) stats().shape_reason = learning_->reason();
+  return turn;
+}
+
+void GraphExecutable::set_node(Instance& in, std::uint32_t c) {
+  cuda::Graph captured = GraphBuilder::update_node(plan(), c, args_.read(), ordinal(),
+                                                   in.exec.get(), in.built.nodes[c]);
+  if (captured) keep_recaptured(in, c, std::move(captured));
+}
+
+void GraphExecutable::retire_all(std::vector<std::unique_ptr<Instance>> instances) {
+  for (auto& in : instances) retire(std::shared_ptr<Instance>(std::move(in)));
 }
 
 // A launch CUPTI traces: its host tasks time themselves, its graph launch's records are

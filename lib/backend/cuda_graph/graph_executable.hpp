@@ -7,6 +7,7 @@
 #include "backend/cuda_graph/device_arguments.hpp"
 #include "backend/cuda_graph/graph_builder.hpp"
 #include "backend/cuda_graph/graph_instance.hpp"
+#include "backend/cuda_graph/shape_learning.hpp"
 #include "backend/cuda_launch/cuda_executable.hpp"
 #include "backend/cuda_launch/cupti_timing.hpp"
 #include "cuda/cupti_session.hpp"
@@ -61,6 +62,15 @@ class GraphExecutable final : public CudaExecutable {
   InstanceOptions plain_options(const Instance& profiled, Captures* captures) const;
   // What shaping did to the graph instantiated, in the stats (null: the plan was not shaped).
   void note_shaping(const GraphShaping* shaped);
+  // Starts learning the shape of the current plan when it lacks costs and can be learned
+  // (shape_learning.hpp); what an earlier learning built is kept until launches end.
+  void start_learning();
+  // Under mutex(), as launch `current_launch()` is enqueued: what learning does with it
+  // (the instance to launch instead, whether to time it); takes over the winner when ready.
+  ShapeLearning::Turn learning_turn();
+  // Sets root command `c`'s values on `in` (a per-node update).
+  void set_node(Instance& in, std::uint32_t c);
+  void retire_all(std::vector<std::unique_ptr<Instance>> instances);
 
   void enqueue(CudaQueue& queue, CudaQueue* previous) override;
   // A launch CUPTI traces (see the definition for why collection is on only during it).
@@ -96,7 +106,7 @@ class GraphExecutable final : public CudaExecutable {
   std::shared_ptr<DeviceArguments> arguments_;
   Instance current_;
   std::unique_ptr<Instance> plain_;  // event mode, one launch in N: the launches not profiled
-  cuda::Event switched_;             // orders launches of the two across queues
+  cuda::Event switched_;  // orders launches of two instances (plain_'s, learning's) across queues
   // CUPTI mode.
   cuda::cupti::Session* session_;
   cuda::Event sampled_done_;                 // recorded after each traced launch
@@ -105,6 +115,9 @@ class GraphExecutable final : public CudaExecutable {
   // Device launch: current_'s upload holds every update made to it (false after an update in
   // place; a rebuilt instance is uploaded as it is instantiated).
   bool uploaded_for_device_ = true;
+  // Learning the shape (null when not learning); declared last, so that its builds end
+  // before the members they were made from.
+  std::unique_ptr<ShapeLearning> learning_;
 };
 
 }  // namespace cmdgraph::detail

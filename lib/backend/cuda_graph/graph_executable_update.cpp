@@ -16,11 +16,8 @@ namespace cmdgraph::detail {
 void GraphExecutable::apply_update(std::uint32_t c) {
   if (arguments_ && arguments_->stage(c, args_.read())) return;  // the next launch hands it
   const cuda::ScopedDevice on(ordinal());
-  for (Instance* in : instances()) {
-    cuda::Graph captured = GraphBuilder::update_node(plan(), c, args_.read(), ordinal(),
-                                                     in->exec.get(), in->built.nodes[c]);
-    if (captured) keep_recaptured(*in, c, std::move(captured));
-  }
+  for (Instance* in : instances()) set_node(*in, c);
+  if (learning_) learning_->changed(c);
   uploaded_for_device_ = false;
 }
 
@@ -95,6 +92,7 @@ UpdateResult GraphExecutable::take(std::shared_ptr<const Plan> plan,
   args_ = std::move(args);
   transients_ = std::move(transients);
   replace_plan_after_launches(std::move(plan));
+  if (learning_) retire_all(learning_->release());  // built from the values before
   uploaded_for_device_ = false;
   return {};
 }
@@ -184,6 +182,7 @@ UpdateResult GraphExecutable::rebuild(std::shared_ptr<const Plan> plan, Executab
   args_ = std::move(args);
   transients_ = std::move(transients);
   replace_plan_after_launches(std::move(plan));
+  start_learning();  // another structure: what was learned does not hold
   return {true, std::move(why)};
 }
 

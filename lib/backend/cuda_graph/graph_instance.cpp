@@ -24,7 +24,7 @@ Instance instantiate(const Plan& plan, ExecutableValues& args, TransientBinding&
                                   : std::make_shared<HostErrors>(
                                         std::max<std::uint32_t>(1, count_host_tasks(plan)));
   options.build.errors = in.host_errors.get();
-  in.built = GraphBuilder(options.build).build(plan, args, transients);
+  in.built = GraphBuilder(options.build).build(plan, args, transients, false, options.shaping);
   std::vector<std::uint64_t> ids;
   if (in.built.cupti) ids = node_ids(*in.built.cupti, served);
 

@@ -31,6 +31,8 @@ struct InstanceOptions {
   std::shared_ptr<HostErrors> errors;  // another instance's, to share: its launches count as ours
   double* instantiate_ms = nullptr;
   bool device_launch = false;  // CompileOptions::device_launch
+  /// Lane edges to build with instead of the plan's own shaping (learned ones).
+  std::shared_ptr<const GraphShaping> shaping;
 };
 
 /// Builds and instantiates `plan` with `args` as `options` say, and starts uploading it, so
