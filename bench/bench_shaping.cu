@@ -116,24 +116,61 @@ struct Variant {
   bool costs;
 };
 
-// What learning the shape (the default without costs) cost: each launch timed alone until
-// shape_reason no longer says it is learning.
+// What learning the shape (the default without costs) cost: each launch timed alone (device
+// time between events around it, and the host time of the call) until shape_reason no longer
+// says it is learning, each after a launch of the raw graph timed alone the same way, the
+// yardstick. The first launch is apart: it uploads and loads kernels lazily whether or not
+// anything is learned.
 struct Learning {
   int ended_at = -1;  // -1: still learning after the cap
-  double median_us = 0, slowest_us = 0;
+  std::vector<double> took, host, raw;
+
+  double raw_us() const { return bench::median(raw); }
+  double median_us() const { return bench::median({took.begin() + 1, took.end()}); }
+  // Launches after the first, slowest first.
+  std::vector<std::size_t> slowest() const {
+    std::vector<std::size_t> order(took.size() - 1);
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k + 1;
+    std::sort(order.begin(), order.end(), [&](auto x, auto y) { return took[x] > took[y]; });
+    return order;
+  }
+  std::size_t above(double limit_us) const {
+    return std::count_if(took.begin() + 1, took.end(), [&](double t) { return t > limit_us; });
+  }
 };
 
-Learning settle(Executable& exe, cudaStream_t s, Queue& queue) {
+Learning settle(Executable& exe, cudaGraphExec_t raw, cudaStream_t s, Queue& queue) {
   Learning out;
-  std::vector<double> took;
-  for (int k = 0; k < 5000 && out.ended_at < 0; ++k) {
-    took.push_back(bench::device_us(s, [&] { exe.launch(queue); }));
+  for (int k = 0; k < 5000 && (out.ended_at < 0 || k < 2); ++k) {  // and one after the first
+    out.raw.push_back(bench::device_us(s, [&] { BENCH_CUDA(cudaGraphLaunch(raw, s)); }));
     queue.wait();
-    if (exe.stats().shape_reason.find("learning the shape") == std::string::npos) out.ended_at = k;
+    double host = 0;
+    out.took.push_back(
+        bench::device_us(s, [&] { host = bench::host_us([&] { exe.launch(queue); }); }));
+    out.host.push_back(host);
+    queue.wait();
+    const bool learning = exe.stats().shape_reason.find("learning the shape") != std::string::npos;
+    if (!learning && out.ended_at < 0) out.ended_at = k;
   }
-  out.slowest_us = *std::max_element(took.begin(), took.end());
-  out.median_us = bench::median(took);
   return out;
+}
+
+void print(const Learning& learning, const ExecutableStats& st) {
+  const double raw = learning.raw_us();
+  std::printf("  learned: learning ended at launch %d of its own (%zu timed, the learned graph "
+              "from launch %llu); each launch alone: raw %.1f us; ours first %.1f us, then "
+              "median %.1f us (%.3fx raw), %zu of %zu above 1.02x raw; slowest:",
+              learning.ended_at, st.shape_timed_launches,
+              static_cast<unsigned long long>(st.shape_learned_at_launch), raw,
+              learning.took.front(), learning.median_us(), learning.median_us() / raw,
+              learning.above(1.02 * raw), learning.took.size() - 1);
+  const std::vector<std::size_t> slowest = learning.slowest();
+  for (std::size_t i = 0; i < std::min<std::size_t>(5, slowest.size()); ++i) {
+    const std::size_t k = slowest[i];
+    std::printf(" #%zu %.1f us (%.2fx, host %.1f us)", k, learning.took[k],
+                learning.took[k] / raw, learning.host[k]);
+  }
+  std::printf("\n");
 }
 
 void measure(const char* what, const Parents& parents, const Cycles& cycles, Queue& queue) {
@@ -156,7 +193,7 @@ void measure(const char* what, const Parents& parents, const Cycles& cycles, Que
   cudaGraphExec_t raw = raw_exec(parents, cycles, s);
   std::vector<Executable> exes;
   for (const Variant& v : variants) exes.push_back(ours(parents, cycles, v.shape, v.costs));
-  const Learning learning = settle(exes[3], s, queue);
+  const Learning learning = settle(exes[3], raw, s, queue);
   std::vector<double> replay[count + 1], host[count + 1];
   for (int trial = 0; trial <= trials; ++trial) {  // the first is a warm-up
     for (int i = 0; i <= count; ++i) {
@@ -191,11 +228,7 @@ void measure(const char* what, const Parents& parents, const Cycles& cycles, Que
                 bench::median(host[i + 1]) / raw_host, st.shape_lanes, st.edges_shape_added,
                 st.edges_shape_dropped);
   }
-  std::printf("  learned: learning ended at launch %d of its own (%zu timed, the learned graph "
-              "from launch %llu); replay on the way: median %.1f us, slowest %.1f us (%.3fx raw)\n",
-              learning.ended_at, exes[3].stats().shape_timed_launches,
-              static_cast<unsigned long long>(exes[3].stats().shape_learned_at_launch),
-              learning.median_us, learning.slowest_us, learning.slowest_us / raw_replay);
+  print(learning, exes[3].stats());
   BENCH_CUDA(cudaGraphExecDestroy(raw));
 }
 

@@ -115,14 +115,16 @@ InstanceOptions GraphExecutable::plain_options(const Instance& profiled,
 void GraphExecutable::enqueue(CudaQueue& queue, CudaQueue* previous) {
   const cuda::Served served = cuda::for_executable(name());
   const bool profiled = current_launch().profiled;
-  const ShapeLearning::Turn turn = learning_ ? learning_turn() : ShapeLearning::Turn{};
-  Instance& in = turn.instead ? *turn.instead : plain_ && !profiled ? *plain_ : current_;
-  if (arguments_ && arguments_->pending()) hand_over_arguments(served);
   if (switched_ && previous) {
-    // CUDA orders the launches of one graph exec, not of two: follow the previous queue.
+    // CUDA orders the launches of one graph exec, not of two: follow the previous queue (so
+    // that what this queue runs next, learning's included, follows every launch before).
     cuda::record_event(switched_.get(), previous->stream(), served);
     cuda::wait_event(queue.stream(), switched_.get(), served);
   }
+  const ShapeLearning::Turn turn =
+      learning_ ? learning_turn(queue.stream()) : ShapeLearning::Turn{};
+  Instance& in = turn.instead ? *turn.instead : plain_ && !profiled ? *plain_ : current_;
+  if (arguments_ && arguments_->pending()) hand_over_arguments(served);
   if (in.uploaded) {
     cuda::wait_event(queue.stream(), in.uploaded.get(), served);
     in.uploaded.reset();  // CUDA keeps the event alive until the wait is satisfied
@@ -138,7 +140,7 @@ void GraphExecutable::enqueue(CudaQueue& queue, CudaQueue* previous) {
     learning_->ended(queue.stream());
     stats().shape_timed_launches = learning_->timed_launches();
   }
-  if (learning_ && learning_->done()) learning_.reset();  // nothing left building
+  if (learning_ && learning_->done() && learning_->idle()) learning_.reset();
 }
 
 void GraphExecutable::start_learning() {
@@ -173,14 +175,15 @@ void GraphExecutable::start_learning() {
   stats().shape_reason = learning_->reason();
 }
 
-ShapeLearning::Turn GraphExecutable::learning_turn() {
+ShapeLearning::Turn GraphExecutable::learning_turn(cudaStream_t stream) {
   ShapeLearning::Turn turn =
       learning_->turn(current_launch().index, shared_plan(), args_,
                       [this](Instance& in, std::uint32_t c) { set_node(in, c); });
   retire_all(std::move(turn.drop));
   if (turn.shaped) {
     // It shares the current instance's host errors: launches go on being counted as before.
-    retire(std::make_shared<Instance>(std::exchange(current_, std::move(*turn.shaped))));
+    auto replaced = std::make_unique<Instance>(std::exchange(current_, std::move(*turn.shaped)));
+    learning_->replaced(std::move(replaced), stream, ordinal());
     turn.shaped.reset();
     note_shaping(current_.built.shaping.get());
     stats().shape_learned_at_launch = current_launch().index;

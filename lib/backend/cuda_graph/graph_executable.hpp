@@ -67,7 +67,7 @@ class GraphExecutable final : public CudaExecutable {
   void start_learning();
   // Under mutex(), as launch `current_launch()` is enqueued: what learning does with it
   // (the instance to launch instead, whether to time it); takes over the winner when ready.
-  ShapeLearning::Turn learning_turn();
+  ShapeLearning::Turn learning_turn(cudaStream_t stream);
   // Sets root command `c`'s values on `in` (a per-node update).
   void set_node(Instance& in, std::uint32_t c);
   void retire_all(std::vector<std::unique_ptr<Instance>> instances);

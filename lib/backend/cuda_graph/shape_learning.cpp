@@ -76,8 +76,55 @@ ShapeLearning::ShapeLearning(std::shared_ptr<const Plan> plan, Make make, Learni
             "timed beside the plan's graph; its edges stand until then";
 }
 
+void ShapeLearning::bury(std::vector<Spent>& spent) {
+  for (Spent& s : spent) {
+    // An error here is the launch's, which its own fence reports.
+    if (s.ends) (void)cuda::synchronize_event(s.ends.get());
+    s.instance.reset();
+  }
+  spent.clear();
+}
+
 ShapeLearning::~ShapeLearning() {
   if (build_.valid()) build_.wait();
+  if (reaping_.valid()) reaping_.wait();
+  bury(spent_);  // what found no thread to be destroyed on
+}
+
+void ShapeLearning::replaced(std::unique_ptr<Instance> in, cudaStream_t stream, int device) {
+  spent_.reserve(spent_.size() + 1);  // so that the push below cannot fail after the record
+  cuda::Event ends;
+  try {
+    ends = cuda::create_event(device, false, cuda::no_command);
+    cuda::record_event(ends.get(), stream, cuda::no_command);
+  } catch (const std::exception&) {
+    // No event to wait for: its launches end here instead. A fault is theirs to report.
+    (void)cuda::synchronize_stream(stream);
+    ends = {};
+  }
+  spent_.push_back({std::move(in), std::move(ends)});
+  reap();
+}
+
+void ShapeLearning::reap() {
+  if (spent_.empty()) return;
+  auto spent = std::make_shared<std::vector<Spent>>(std::move(spent_));
+  try {
+    reaping_ = std::async(std::launch::async, [before = std::move(reaping_), spent]() {
+      if (before.valid()) before.wait();
+      bury(*spent);
+    });
+  } catch (const std::system_error&) {
+    spent_ = std::move(*spent);  // no thread: destroyed with the learning
+  }
+}
+
+bool ShapeLearning::idle() const {
+  const auto running = [](const auto& task) {
+    return task.valid() &&
+           task.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+  };
+  return !running(build_) && !running(reaping_);
 }
 
 void ShapeLearning::start(const ExecutableValues& values) {
@@ -235,12 +282,16 @@ void ShapeLearning::judge(Turn& out, const ExecutableValues& values, const Apply
   ratios_.clear();
   seen_.push_back(std::to_string(trial_shaping_->lanes) + " lanes " + ratio(r));
   if (!choice_.judge(next_, r)) {
-    out.drop.push_back(std::move(trial_));
+    spent_.push_back({std::move(trial_), {}});  // its last pair was read: none of it runs
+    reap();
     finish(out, values, apply);
     return;
   }
   winner_ = std::move(trial_shaping_);
-  if (winner_instance_) out.drop.push_back(std::move(winner_instance_));
+  if (winner_instance_) {
+    spent_.push_back({std::move(winner_instance_), {}});  // likewise
+    reap();
+  }
   winner_instance_ = std::move(trial_);
   winner_stale_ = std::move(stale_);
   if (++next_ < pace_.assumed.size()) start(values);

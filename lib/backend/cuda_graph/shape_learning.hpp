@@ -81,12 +81,12 @@ class ShapeLearning {
   /// the pairs timed so far stand.
   std::vector<std::unique_ptr<Instance>> release();
 
-  /// What launch `index` of `plan` with `values` (the executable's now) does. `instead`: the candidate
-  /// to launch instead of the current instance, every value set (null: the current one);
-  /// `timed`: time the launch (began() and ended() around it); `shaped`: the winner, every
-  /// value set, which takes over from this launch on; `drop`: instances no longer needed, to
-  /// keep until launches in flight end. Waits for nothing: it reads builds and timings only
-  /// once they are done.
+  /// What launch `index` of `plan` with `values` (the executable's now) does. `instead`: the
+  /// candidate to launch instead of the current instance, every value set (null: the current
+  /// one); `timed`: time the launch (began() and ended() around it); `shaped`: the winner,
+  /// every value set, which takes over from this launch on; `drop`: instances no longer
+  /// needed, to keep until launches in flight end. Waits for nothing: it reads builds and
+  /// timings only once they are done.
   struct Turn {
     Instance* instead = nullptr;
     bool timed = false;
@@ -101,6 +101,11 @@ class ShapeLearning {
 
   /// True once learning has ended (shaped, kept the plan's graph, or stopped by an error).
   bool done() const noexcept { return phase_ == Phase::done; }
+  /// The instance the winner took over from (Turn::shaped), whose launches enqueued on `stream`
+  /// of `device` may still run: destroyed on a thread of the learning's once they end.
+  void replaced(std::unique_ptr<Instance> in, cudaStream_t stream, int device);
+  /// True when nothing runs on the learning's threads: destroying it waits for nothing.
+  bool idle() const;
   /// What learning is doing or did, for ExecutableStats::shape_reason.
   const std::string& reason() const noexcept { return reason_; }
   /// Launches timed so far.
@@ -146,6 +151,19 @@ class ShapeLearning {
   std::unique_ptr<Instance> winner_instance_;   // the trial judged last, or built again
   std::vector<double> ratios_;                  // of the trial's pairs
   std::vector<std::string> seen_;               // "N lanes: ratio" per candidate judged
+  // Instances no longer wanted (candidates judged, the one the winner replaced), destroyed on
+  // a thread of the learning's once `ends` has (none: their launches have ended): destroying
+  // an instance takes milliseconds, part of them holding a lock of CUDA's that launches wait
+  // for (bench_instantiate_stall). Left here only when no thread could be had.
+  struct Spent {
+    std::unique_ptr<Instance> instance;
+    cuda::Event ends;
+  };
+  std::vector<Spent> spent_;
+  std::future<void> reaping_;
+  static void bury(std::vector<Spent>& spent);
+  // Destroys spent_ on a task of its own, after the reaping before it.
+  void reap();
   // A pair: two launches in a row (a, then b), the trial's and the plan graph's.
   cuda::Event a_start_, a_end_, b_start_, b_end_;
   int pair_ = 0;  // launches of the pair enqueued: 0, 1 (a) or 2 (a and b)
