@@ -1,13 +1,15 @@
 // What building a second graph on another thread costs the launches of this one: one thread
 // launches a one-kernel graph and records an event, again and again, waiting for each; another
-// makes, instantiates, uploads, launches and destroys a graph of n kernels on 17 chains (the
-// lanes a learned shaping gives short kernels), pausing between steps. Printed per step: its
+// makes, instantiates, uploads, launches and destroys a graph of n kernels (graph_of), pausing
+// between steps. Printed per step: its
 // length and the slowest launch-and-record call made while it ran, against the median call.
 // Shape learning (lib/backend/cuda_graph/shape_learning) builds candidates on a thread of its
 // own; this says what that can and cannot hide.
 #include "bench_support.cuh"
 
 #include <atomic>
+#include <random>
+#include <set>
 #include <thread>
 
 namespace {
@@ -23,30 +25,48 @@ struct Step {
   double begin_us, end_us;
 };
 
-cudaGraph_t chains(int n, int lanes) {
+// n empty kernels: on 17 chains; or each after 1-3 kernels among all earlier ones (a random
+// DAG, bench_shaping's); or that DAG with each kernel also after the one before it on its lane
+// of 17 (what shaping adds).
+enum class Form { chains, random, random_on_lanes };
+
+const char* name_of(Form form) {
+  return form == Form::chains ? "on 17 chains"
+         : form == Form::random ? "as a random DAG"
+                                : "as a random DAG on 17 lanes";
+}
+
+cudaGraph_t graph_of(int n, Form form) {
+  constexpr int lanes = 17;
   cudaGraph_t g;
   BENCH_CUDA(cudaGraphCreate(&g, 0));
-  std::vector<cudaGraphNode_t> last(lanes, nullptr);
+  std::mt19937 rng(7);
+  std::vector<cudaGraphNode_t> nodes;
   int value = 0;
   void* args[] = {&value};
   const cudaKernelNodeParams p = bench::one_thread_node(&bench::empty_kernel, args);
   for (int v = 0; v < n; ++v) {
-    cudaGraphNode_t& tail = last[v % lanes];
+    std::set<cudaGraphNode_t> after;
+    if (form != Form::random && v >= lanes) after.insert(nodes[v - lanes]);
+    if (form != Form::chains && v > 0) {
+      for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) after.insert(nodes[rng() % v]);
+    }
+    const std::vector<cudaGraphNode_t> deps(after.begin(), after.end());
     cudaGraphNode_t node;
-    BENCH_CUDA(cudaGraphAddKernelNode(&node, g, tail ? &tail : nullptr, tail ? 1 : 0, &p));
-    tail = node;
+    BENCH_CUDA(cudaGraphAddKernelNode(&node, g, deps.data(), deps.size(), &p));
+    nodes.push_back(node);
   }
   return g;
 }
 
-void measure(int n) {
+void measure(int n, Form form) {
   const Clock::time_point origin = Clock::now();
   const auto now_us = [&] {
     return std::chrono::duration<double, std::micro>(Clock::now() - origin).count();
   };
   cudaStream_t s;
   BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t one = chains(1, 1);
+  cudaGraph_t one = graph_of(1, Form::chains);
   cudaGraphExec_t small;
   BENCH_CUDA(cudaGraphInstantiate(&small, one, 0));
   cudaEvent_t done;
@@ -66,10 +86,10 @@ void measure(int n) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     };
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < 2; ++round) {
       cudaGraph_t g;
       cudaGraphExec_t exec;
-      step("add nodes", [&] { g = chains(n, 17); });
+      step("add nodes", [&] { g = graph_of(n, form); });
       step("instantiate", [&] { BENCH_CUDA(cudaGraphInstantiate(&exec, g, 0)); });
       step("upload (own stream)", [&] {
         BENCH_CUDA(cudaGraphUpload(exec, own));
@@ -95,8 +115,8 @@ void measure(int n) {
   builder.join();
   std::vector<double> took;
   for (const Call& c : calls) took.push_back(c.took_us);
-  std::printf("\n== %d kernels on 17 chains: %zu launch-and-record calls, median %.1f us\n", n,
-              calls.size(), bench::median(took));
+  std::printf("\n== %d kernels %s: %zu launch-and-record calls, median %.1f us\n", n,
+              name_of(form), calls.size(), bench::median(took));
   for (const Step& st : steps) {
     double slowest = 0;
     for (const Call& c : calls) {
@@ -120,6 +140,8 @@ int main() {
   BENCH_CUDA(cudaSetDevice(0));
   std::printf("bench_instantiate_stall: another thread's graph work against this thread's "
               "launches\n");
-  for (const int n : {1000, 4000}) measure(n);
+  for (const int n : {1000, 4000}) {
+    for (const Form form : {Form::chains, Form::random, Form::random_on_lanes}) measure(n, form);
+  }
   return 0;
 }

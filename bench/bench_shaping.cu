@@ -170,7 +170,7 @@ void print(const Learning& learning, const ExecutableStats& st) {
     std::printf(" #%zu %.1f us (%.2fx, host %.1f us)", k, learning.took[k],
                 learning.took[k] / raw, learning.host[k]);
   }
-  std::printf("\n");
+  std::printf("\n  learned: %s\n", st.shape_reason.c_str());
 }
 
 void measure(const char* what, const Parents& parents, const Cycles& cycles, Queue& queue) {
