@@ -14,10 +14,11 @@ double median_ratio(std::span<const double> ratios) {
 }
 
 bool ShapingChoice::judge(std::size_t index, double ratio) noexcept {
-  if (ratio > best_ + within_) return false;
+  const bool goes_on = ratio <= best_tried_ + within_;
+  best_tried_ = std::min(best_tried_, ratio);
+  if (ratio <= best_ + within_) winner_ = index;
   best_ = std::min(best_, ratio);
-  winner_ = index;
-  return true;
+  return goes_on;
 }
 
 }  // namespace cmdgraph::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <span>
 
@@ -15,8 +16,10 @@ double median_ratio(std::span<const double> ratios);
 /// ratio of the plan graph's (which counts as 1). Fewer lanes cost the host less to launch,
 /// so the winner is the candidate with the fewest lanes whose ratio is within `within` of the
 /// best ratio tried (the plan graph's included); none when the plan's graph is that one.
-/// Trying stops at the first candidate beyond `within` of the best before it: fewer lanes than
-/// a candidate too slow only run slower still.
+/// Trying stops at the first candidate beyond `within` of the best candidate before it: fewer
+/// lanes than a candidate too slow only run slower still. The plan's graph stops none: the
+/// most lanes can replay slower than it where fewer replay faster (an H100 measured 117 lanes
+/// at 1.05x of a random DAG's plan graph, 37 at 0.88x).
 class ShapingChoice {
  public:
   explicit ShapingChoice(double within) noexcept : within_(within) {}
@@ -31,7 +34,8 @@ class ShapingChoice {
 
  private:
   double within_;
-  double best_ = 1.0;
+  double best_ = 1.0;  // the plan's graph's included
+  double best_tried_ = std::numeric_limits<double>::infinity();
   std::optional<std::size_t> winner_;
 };
 
