@@ -8,7 +8,6 @@
 #include "bench_support.cuh"
 
 #include <atomic>
-#include <random>
 #include <set>
 #include <thread>
 
@@ -40,7 +39,7 @@ cudaGraph_t graph_of(int n, Form form) {
   constexpr int lanes = 17;
   cudaGraph_t g;
   BENCH_CUDA(cudaGraphCreate(&g, 0));
-  std::mt19937 rng(7);
+  const bench::Parents random = form == Form::chains ? bench::Parents(n) : bench::random_dag(n);
   std::vector<cudaGraphNode_t> nodes;
   int value = 0;
   void* args[] = {&value};
@@ -48,9 +47,7 @@ cudaGraph_t graph_of(int n, Form form) {
   for (int v = 0; v < n; ++v) {
     std::set<cudaGraphNode_t> after;
     if (form != Form::random && v >= lanes) after.insert(nodes[v - lanes]);
-    if (form != Form::chains && v > 0) {
-      for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) after.insert(nodes[rng() % v]);
-    }
+    for (const int q : random[v]) after.insert(nodes[q]);
     const std::vector<cudaGraphNode_t> deps(after.begin(), after.end());
     cudaGraphNode_t node;
     BENCH_CUDA(cudaGraphAddKernelNode(&node, g, deps.data(), deps.size(), &p));

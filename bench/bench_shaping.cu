@@ -30,8 +30,8 @@ __global__ void busy_kernel(long long cycles) {
   }
 }
 
-// A DAG as each vertex's parents, all earlier vertices.
-using Parents = std::vector<std::vector<int>>;
+using bench::Parents;
+using bench::random_dag;
 
 Parents chains(int count, int length) {
   Parents p(count * length);
@@ -54,18 +54,6 @@ Parents fork_join(int width, int rounds) {
     p.push_back(all);
   }
   return p;
-}
-
-// Each vertex after 1-3 parents among all earlier vertices (fixed seed).
-Parents random_dag(int n) {
-  std::mt19937 rng(7);
-  Parents parents(n);
-  for (int v = 1; v < n; ++v) {
-    std::set<int> ps;
-    for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) ps.insert(static_cast<int>(rng() % v));
-    parents[v].assign(ps.begin(), ps.end());
-  }
-  return parents;
 }
 
 // How long each vertex's kernel spins, in SM cycles.

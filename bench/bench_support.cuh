@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -80,6 +82,23 @@ inline cudaGraphExec_t captured(cudaStream_t s, const std::function<void()>& enq
   BENCH_CUDA(cudaGraphUpload(exec, s));
   BENCH_CUDA(cudaGraphDestroy(g));
   return exec;
+}
+
+/// A DAG as each vertex's parents, all earlier vertices.
+using Parents = std::vector<std::vector<int>>;
+
+/// Each vertex after 1-3 parents among all earlier vertices (fixed seed).
+inline Parents random_dag(int n) {
+  std::mt19937 rng(7);
+  Parents parents(n);
+  for (int v = 1; v < n; ++v) {
+    std::set<int> ps;
+    for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) {
+      ps.insert(static_cast<int>(rng() % v));
+    }
+    parents[v].assign(ps.begin(), ps.end());
+  }
+  return parents;
 }
 
 inline double median(std::vector<double> v) {
