@@ -1,12 +1,18 @@
 // Breadth-first search where each level's work is sized by the frontier the level before it
 // found, three ways: the whole search as one launch (a loop_while whose body expands the
-// frontier with a parallel_for_indirect, so the frontier's size never returns to the host);
-// a host-driven loop (one launch per level, the size read back on the host between levels);
-// and one launch checking every vertex at every level (a fixed maximal grid with early exit).
-// Each search is checked against a BFS on the CPU. [--vertices N] [--degree D]
+// frontier with parallel_for_indirect commands, so the frontier's size never returns to the
+// host); a host-driven loop (one launch per level, the size read back on the host between
+// levels); and one launch checking every vertex at every level (a fixed maximal grid with early
+// exit).
+// Each search is checked against a BFS on the CPU, on two random graphs: one whose neighbours
+// are anywhere (a few wide levels, like a social network) and one whose neighbours are near
+// (hundreds of narrow levels, like a road network), where the host's round trips dominate.
+// [--vertices N] [--degree D] [--trials T]
 #include "sample.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <queue>
@@ -35,63 +41,62 @@ CMDGRAPH_HOST_DEVICE inline std::uint32_t append(std::uint32_t* count) {
 }
 
 // The search's state in one place, device memory on a GPU: the depth of every vertex (-1 while
-// unvisited), two frontiers used in turn, the size of the current one (what the indirect
-// command reads), the size of the next one as it grows, and the level being expanded.
+// unvisited), two frontiers used in turn, each with its size (what an indirect command reads),
+// and the level being expanded (the fixed grid's alone).
 struct Search {
   const std::uint32_t* offsets;  // CSR: vertex v's neighbours are edges[offsets[v], offsets[v+1])
   const std::uint32_t* edges;
   int* depth;
-  std::uint32_t* frontiers;  // 2 * vertices: level L reads half L % 2 and fills the other
-  std::uint32_t* size;
-  std::uint32_t* next_size;
+  std::uint32_t* frontiers;  // 2 * vertices: half h holds sizes[h] vertices
+  std::uint32_t* sizes;      // 2
   int* level;
   std::uint32_t vertices;
 
-  CMDGRAPH_HOST_DEVICE const std::uint32_t* current() const {
-    return frontiers + (level[0] % 2) * vertices;
-  }
-  CMDGRAPH_HOST_DEVICE std::uint32_t* next() const {
-    return frontiers + ((level[0] + 1) % 2) * vertices;
-  }
-  // Claims v's unvisited neighbours for the next level, appending them to the next frontier.
-  CMDGRAPH_HOST_DEVICE void expand(std::uint32_t v) const {
+  // Claims v's unvisited neighbours, one level deeper than v, appending them to half `into`.
+  CMDGRAPH_HOST_DEVICE void expand(std::uint32_t v, int into) const {
+    const int next_level = depth[v] + 1;
     for (std::uint32_t e = offsets[v]; e < offsets[v + 1]; ++e) {
       const std::uint32_t w = edges[e];
-      if (claim(depth + w, level[0] + 1)) next()[append(next_size)] = w;
+      if (claim(depth + w, next_level)) frontiers[into * vertices + append(sizes + into)] = w;
     }
   }
 };
 
-// Level 0: the source alone.
+// Level 0: the source alone, in half 0.
 struct Start {
   Search s;
   std::uint32_t source;
   CMDGRAPH_HOST_DEVICE void operator()(std::size_t) const {
     s.depth[source] = 0;
     s.frontiers[0] = source;
-    s.size[0] = 1;
-    s.next_size[0] = 0;
+    s.sizes[0] = 1;
+    s.sizes[1] = 0;
     s.level[0] = 0;
   }
 };
-// The i-th vertex of the current frontier.
+// The i-th vertex of the frontier in half `half`, its neighbours into the other half. The
+// command was sized by sizes[half] before it ran, so item 0 empties it for the level after.
 struct ExpandFrontier {
   Search s;
-  CMDGRAPH_HOST_DEVICE void operator()(std::size_t i) const { s.expand(s.current()[i]); }
+  int half;
+  CMDGRAPH_HOST_DEVICE void operator()(std::size_t i) const {
+    if (i == 0) s.sizes[half] = 0;
+    s.expand(s.frontiers[half * s.vertices + i], 1 - half);
+  }
 };
-// Every vertex, expanding those at the current level: the fixed grid.
+// Every vertex, expanding those at the current level into half 1: the fixed grid.
 struct ExpandAll {
   Search s;
   CMDGRAPH_HOST_DEVICE void operator()(std::size_t v) const {
-    if (s.depth[v] == s.level[0]) s.expand(static_cast<std::uint32_t>(v));
+    if (s.depth[v] == s.level[0]) s.expand(static_cast<std::uint32_t>(v), 1);
   }
 };
-// The next frontier becomes the current one.
-struct Advance {
+// The fixed grid's next level: what it found in half 1 becomes the current size.
+struct NextLevel {
   Search s;
   CMDGRAPH_HOST_DEVICE void operator()(std::size_t) const {
-    s.size[0] = s.next_size[0];
-    s.next_size[0] = 0;
+    s.sizes[0] = s.sizes[1];
+    s.sizes[1] = 0;
     s.level[0] += 1;
   }
 };
@@ -104,8 +109,8 @@ struct Graph {
   std::vector<std::uint32_t> offsets, edges;
 };
 
-// `vertices` vertices with `degree` random out-neighbours each, deterministic.
-Graph random_graph(std::uint32_t vertices, std::uint32_t degree) {
+// `vertices` vertices with `degree` random out-neighbours each, anywhere; deterministic.
+Graph anywhere_graph(std::uint32_t vertices, std::uint32_t degree) {
   Graph g;
   std::mt19937 rng(2026);
   std::uniform_int_distribution<std::uint32_t> pick(0, vertices - 1);
@@ -113,6 +118,29 @@ Graph random_graph(std::uint32_t vertices, std::uint32_t degree) {
   for (std::uint32_t v = 0; v <= vertices; ++v) g.offsets[v] = v * degree;
   g.edges.resize(std::size_t(vertices) * degree);
   for (auto& e : g.edges) e = pick(rng);
+  return g;
+}
+
+// `vertices` vertices laid out in rows of about sqrt(vertices), each with `degree` random
+// out-neighbours at most two rows and two columns away; deterministic. A search from vertex 0,
+// a corner, crosses the grid in about a row's length / 2 levels.
+Graph nearby_graph(std::uint32_t vertices, std::uint32_t degree) {
+  Graph g;
+  std::mt19937 rng(2026);
+  std::uniform_int_distribution<int> step(-2, 2);
+  const auto side = static_cast<std::int64_t>(std::ceil(std::sqrt(double(vertices))));
+  g.offsets.resize(vertices + 1);
+  for (std::uint32_t v = 0; v <= vertices; ++v) g.offsets[v] = v * degree;
+  g.edges.reserve(std::size_t(vertices) * degree);
+  for (std::int64_t v = 0; v < vertices; ++v) {
+    for (std::uint32_t k = 0; k < degree;) {
+      const std::int64_t row = v / side + step(rng), column = v % side + step(rng);
+      const std::int64_t w = row * side + column;
+      if (row < 0 || column < 0 || column >= side || w >= vertices || w == v) continue;
+      g.edges.push_back(static_cast<std::uint32_t>(w));
+      ++k;
+    }
+  }
   return g;
 }
 
@@ -136,14 +164,14 @@ std::vector<int> cpu_bfs(const Graph& g, std::uint32_t source) {
 
 // The search's memory on `device`, the graph copied in.
 struct Memory {
-  Buffer<std::uint32_t> offsets, edges, frontiers, size, next_size;
+  Buffer<std::uint32_t> offsets, edges, frontiers, sizes;
   Buffer<int> depth, level;
-  HostBuffer<std::uint32_t> size_on_host;
+  HostBuffer<std::uint32_t> sizes_on_host;
   HostBuffer<int> depth_on_host;
   Memory(Device device, const Graph& g)
       : offsets(device, g.offsets.size()), edges(device, g.edges.size()),
-        frontiers(device, 2 * (g.offsets.size() - 1)), size(device, 1), next_size(device, 1),
-        depth(device, g.offsets.size() - 1), level(device, 1), size_on_host(1),
+        frontiers(device, 2 * (g.offsets.size() - 1)), sizes(device, 2),
+        depth(device, g.offsets.size() - 1), level(device, 1), sizes_on_host(2),
         depth_on_host(g.offsets.size() - 1) {
     CommandBuffer upload("upload");
     upload.copy(offsets, host_view(g.offsets.data(), g.offsets.size()), g.offsets.size());
@@ -152,8 +180,8 @@ struct Memory {
     compile(upload, device).launch(queue).wait();
   }
   Search search() {
-    return {offsets.data(), edges.data(), depth.data(), frontiers.data(), size.data(),
-            next_size.data(), level.data(), static_cast<std::uint32_t>(depth.size())};
+    return {offsets.data(), edges.data(), depth.data(), frontiers.data(), sizes.data(),
+            level.data(), static_cast<std::uint32_t>(depth.size())};
   }
 };
 
@@ -164,72 +192,87 @@ Command record_start(CommandBuffer& cmd, Memory& m, std::uint32_t source) {
 }
 
 struct Outcome {
-  double ms = 0;
+  double ms = 0;        // the median of the timed searches
   int round_trips = 0;  // times the host read a size back before launching again
 };
 
-// The whole search as one launch of a loop_while over `level`, whose first command (`expand`)
-// expands the current level and whose second advances to the next; timed after a warm-up.
+double median(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// The whole search as one launch of a loop_while whose body is `pass`, repeated while the
+// frontier in half 0 is not empty; timed after a warm-up.
 Outcome search_in_one_launch(Device device, Queue& queue, Memory& m, std::uint32_t source,
-                             CommandBuffer& level, Command expand) {
-  level.parallel_for(1, Advance{m.search()}).after(expand).named("advance");
+                             int trials, CommandBuffer& pass) {
   CommandBuffer cmd("bfs");
   auto start = record_start(cmd, m, source);
-  auto search = cmd.loop_while(level, FrontierLeft{m.size.data()}).after(start).named("levels");
+  auto search = cmd.loop_while(pass, FrontierLeft{m.sizes.data()}).after(start).named("levels");
   cmd.copy(m.depth_on_host, m.depth, m.depth.size()).after(search).named("download");
   Executable exe = compile(cmd, device);
   exe.launch(queue).wait();  // warm-up
-  const sample::Stopwatch clock;
-  exe.launch(queue).wait();
-  const Outcome out{clock.ms(), 0};
+  std::vector<double> ms;
+  for (int trial = 0; trial < trials; ++trial) {
+    const sample::Stopwatch clock;
+    exe.launch(queue).wait();
+    ms.push_back(clock.ms());
+  }
   // No frontier holds more than every vertex, the limit given.
   if (!exe.clamped_dispatches().empty()) std::printf("  a frontier was clamped\n");
-  return out;
+  return {median(ms), 0};
 }
 
-// The frontier sizes each level's expansion on the device: no size returns to the host.
-Outcome one_launch(Device device, Queue& queue, Memory& m, std::uint32_t source) {
-  CommandBuffer level("level");
-  auto expand = level.parallel_for_indirect(m.size, m.depth.size(), ExpandFrontier{m.search()})
-                    .named("expand frontier");
-  return search_in_one_launch(device, queue, m, source, level, expand);
+// The frontier sizes each level's expansion on the device: no size returns to the host. A pass
+// expands two levels, half 0 into half 1 and back, so that nothing runs between levels to swap
+// the halves; when the first level finds nothing, the second is sized 0 and runs nothing.
+Outcome one_launch(Device device, Queue& queue, Memory& m, std::uint32_t source, int trials) {
+  const std::size_t most = m.depth.size();
+  CommandBuffer pass("two levels");
+  auto even = pass.parallel_for_indirect(m.sizes.subview(0, 1), most,
+                                         ExpandFrontier{m.search(), 0})
+                  .named("expand half 0");
+  pass.parallel_for_indirect(m.sizes.subview(1, 1), most, ExpandFrontier{m.search(), 1})
+      .after(even)
+      .named("expand half 1");
+  return search_in_one_launch(device, queue, m, source, trials, pass);
 }
 
 // One launch per level: the host reads the frontier's size back and sizes the next launch.
-Outcome host_driven(Device device, Queue& queue, Memory& m, std::uint32_t source) {
+Outcome host_driven(Device device, Queue& queue, Memory& m, std::uint32_t source, int trials) {
   CommandBuffer begin("bfs start");
   auto start = record_start(begin, m, source);
-  begin.copy(m.size_on_host, m.size, 1).after(start);
+  begin.copy(m.sizes_on_host, m.sizes, 2).after(start);
   Executable first = compile(begin, device);
   CommandBuffer level("bfs level");
-  auto expand = level.parallel_for(1, ExpandFrontier{m.search()}).named("expand frontier");
-  auto advance = level.parallel_for(1, Advance{m.search()}).after(expand).named("advance");
-  level.copy(m.size_on_host, m.size, 1).after(advance).named("size back");
+  auto expand = level.parallel_for(1, ExpandFrontier{m.search(), 0}).named("expand frontier");
+  level.copy(m.sizes_on_host, m.sizes, 2).after(expand).named("sizes back");
   Executable next = compile(level, device);
   CommandBuffer end("bfs end");
   end.copy(m.depth_on_host, m.depth, m.depth.size());
   Executable last = compile(end, device);
-  Outcome out;
-  for (int run = 0; run < 2; ++run) {  // the first warms up
+  std::vector<double> ms;
+  int round_trips = 0;
+  for (int run = 0; run <= trials; ++run) {  // the first warms up
     const sample::Stopwatch clock;
     first.launch(queue).wait();
-    out = {};
-    while (m.size_on_host[0] > 0) {
-      next.update(expand, std::size_t{m.size_on_host[0]}, ExpandFrontier{m.search()});
+    round_trips = 0;
+    for (int half = 0; m.sizes_on_host[half] > 0; half = 1 - half) {
+      next.update(expand, std::size_t{m.sizes_on_host[half]}, ExpandFrontier{m.search(), half});
       next.launch(queue).wait();
-      ++out.round_trips;
+      ++round_trips;
     }
     last.launch(queue).wait();
-    out.ms = clock.ms();
+    if (run > 0) ms.push_back(clock.ms());
   }
-  return out;
+  return {median(ms), round_trips};
 }
 
 // Every vertex checked at every level: the grid is the largest any level could need.
-Outcome fixed_grid(Device device, Queue& queue, Memory& m, std::uint32_t source) {
-  CommandBuffer level("level");
-  auto expand = level.parallel_for(m.depth.size(), ExpandAll{m.search()}).named("expand all");
-  return search_in_one_launch(device, queue, m, source, level, expand);
+Outcome fixed_grid(Device device, Queue& queue, Memory& m, std::uint32_t source, int trials) {
+  CommandBuffer pass("level");
+  auto expand = pass.parallel_for(m.depth.size(), ExpandAll{m.search()}).named("expand all");
+  pass.parallel_for(1, NextLevel{m.search()}).after(expand).named("next level");
+  return search_in_one_launch(device, queue, m, source, trials, pass);
 }
 
 bool same_depths(const char* what, const HostBuffer<int>& got, const std::vector<int>& want,
@@ -245,35 +288,53 @@ bool same_depths(const char* what, const HostBuffer<int>& got, const std::vector
   return true;
 }
 
+// The three searches over `graph` from vertex 0, each checked against the CPU's.
+bool search_three_ways(const char* graph_name, const Graph& graph, Device device, Queue& queue,
+                       int trials) {
+  const std::vector<int> want = cpu_bfs(graph, 0);
+  Memory memory(device, graph);
+  struct Way {
+    const char* name;
+    Outcome (*run)(Device, Queue&, Memory&, std::uint32_t, int);
+  };
+  const Way ways[] = {{"one launch, indirect", one_launch},
+                      {"host-driven, a launch per level", host_driven},
+                      {"one launch, fixed grid", fixed_grid}};
+  std::printf(" %s:\n", graph_name);
+  bool ok = true;
+  double ms[3] = {};
+  for (int w = 0; w < 3; ++w) {
+    for (std::size_t v = 0; v < want.size(); ++v) memory.depth_on_host[v] = -7;  // poison
+    const Outcome outcome = ways[w].run(device, queue, memory, 0, trials);
+    int levels = 0;
+    const bool right = same_depths(ways[w].name, memory.depth_on_host, want, levels);
+    ok = ok && right;
+    ms[w] = outcome.ms;
+    std::printf("  %-32s %9.3f ms, %4d levels, %6.3f ms per level, %d host round trips\n",
+                ways[w].name, outcome.ms, levels, outcome.ms / levels, outcome.round_trips);
+  }
+  std::printf("  one launch, indirect: %.2fx the speed of the host-driven loop, %.2fx of the "
+              "fixed grid\n", ms[1] / ms[0], ms[2] / ms[0]);
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const auto vertices = static_cast<std::uint32_t>(sample::flag(argc, argv, "--vertices", 1 << 20));
   const auto degree = static_cast<std::uint32_t>(sample::flag(argc, argv, "--degree", 8));
-  const Device device = Device::best();
-  std::printf("frontier: breadth-first search over %u vertices of %u random neighbours, on %s\n",
-              vertices, degree, device.name().c_str());
-  const Graph graph = random_graph(vertices, degree);
-  const std::vector<int> want = cpu_bfs(graph, 0);
-  Memory memory(device, graph);
-  Queue queue(device);
-
-  struct Way {
-    const char* name;
-    Outcome (*run)(Device, Queue&, Memory&, std::uint32_t);
-  };
-  const Way ways[] = {{"one launch, indirect", one_launch},
-                      {"host-driven, a launch per level", host_driven},
-                      {"one launch, fixed grid", fixed_grid}};
-  bool ok = true;
-  for (const Way& way : ways) {
-    for (std::size_t v = 0; v < vertices; ++v) memory.depth_on_host[v] = -7;  // poison
-    const Outcome outcome = way.run(device, queue, memory, 0);
-    int levels = 0;
-    const bool right = same_depths(way.name, memory.depth_on_host, want, levels);
-    ok = ok && right;
-    std::printf("  %-32s %9.3f ms, %2d levels, %6.3f ms per level, %d host round trips\n",
-                way.name, outcome.ms, levels, outcome.ms / levels, outcome.round_trips);
+  const auto trials = static_cast<int>(sample::flag(argc, argv, "--trials", 5));
+  if (vertices < 2) {
+    std::fprintf(stderr, "usage: %s [--vertices N] (N at least 2)\n", argv[0]);
+    return 2;
   }
+  const Device device = Device::best();
+  std::printf("frontier: breadth-first search over %u vertices of %u random neighbours, on %s, "
+              "medians of %d searches\n", vertices, degree, device.name().c_str(), trials);
+  Queue queue(device);
+  bool ok = search_three_ways("neighbours anywhere (few wide levels)",
+                              anywhere_graph(vertices, degree), device, queue, trials);
+  ok = search_three_ways("neighbours at most two rows and columns away (many narrow levels)",
+                         nearby_graph(vertices, degree), device, queue, trials) && ok;
   return sample::verdict("frontier", ok);
 }
