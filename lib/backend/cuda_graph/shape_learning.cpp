@@ -102,12 +102,11 @@ void ShapeLearning::replaced(std::unique_ptr<Instance> in, cudaStream_t stream, 
     (void)cuda::synchronize_stream(stream);
     ends = {};
   }
-  spent_.push_back({std::move(in), std::move(ends)});
-  reap();
+  spend(std::move(in), std::move(ends));
 }
 
-void ShapeLearning::reap() {
-  if (spent_.empty()) return;
+void ShapeLearning::spend(std::unique_ptr<Instance> in, cuda::Event ends) {
+  spent_.push_back({std::move(in), std::move(ends)});
   auto spent = std::make_shared<std::vector<Spent>>(std::move(spent_));
   try {
     reaping_ = std::async(std::launch::async, [before = std::move(reaping_), spent]() {
@@ -282,16 +281,12 @@ void ShapeLearning::judge(Turn& out, const ExecutableValues& values, const Apply
   ratios_.clear();
   seen_.push_back(std::to_string(trial_shaping_->lanes) + " lanes " + ratio(r));
   if (!choice_.judge(next_, r)) {
-    spent_.push_back({std::move(trial_), {}});  // its last pair was read: none of it runs
-    reap();
+    spend(std::move(trial_));  // its last pair was read: none of it runs
     finish(out, values, apply);
     return;
   }
   winner_ = std::move(trial_shaping_);
-  if (winner_instance_) {
-    spent_.push_back({std::move(winner_instance_), {}});  // likewise
-    reap();
-  }
+  if (winner_instance_) spend(std::move(winner_instance_));  // likewise
   winner_instance_ = std::move(trial_);
   winner_stale_ = std::move(stale_);
   if (++next_ < pace_.assumed.size()) start(values);

@@ -162,8 +162,9 @@ class ShapeLearning {
   std::vector<Spent> spent_;
   std::future<void> reaping_;
   static void bury(std::vector<Spent>& spent);
-  // Destroys spent_ on a task of its own, after the reaping before it.
-  void reap();
+  // Destroys `in` (and what no thread could be had for before) on a task of its own, after the
+  // reaping before it, once `ends` has.
+  void spend(std::unique_ptr<Instance> in, cuda::Event ends = {});
   // A pair: two launches in a row (a, then b), the trial's and the plan graph's.
   cuda::Event a_start_, a_end_, b_start_, b_end_;
   int pair_ = 0;  // launches of the pair enqueued: 0, 1 (a) or 2 (a and b)
