@@ -3,11 +3,10 @@
 // frontier with parallel_for_indirect commands, so the frontier's size never returns to the
 // host); a host-driven loop (one launch per level, the size read back on the host between
 // levels); and one launch checking every vertex at every level (a fixed maximal grid with early
-// exit).
-// Each search is checked against a BFS on the CPU, on two random graphs: one whose neighbours
-// are anywhere (a few wide levels, like a social network) and one whose neighbours are near
-// (hundreds of narrow levels, like a road network), where the host's round trips dominate.
-// [--vertices N] [--degree D] [--trials T]
+// exit). Each search is checked against a BFS on the CPU, on two random graphs: one whose
+// neighbours are anywhere (a few wide levels, like a social network) and one whose neighbours
+// are near (hundreds of narrow levels, like a road network), where the host's round trips
+// weigh more. [--vertices N] [--degree D] [--trials T]
 #include "sample.hpp"
 
 #include <algorithm>

@@ -92,7 +92,7 @@ ShapeLearning::~ShapeLearning() {
 }
 
 void ShapeLearning::replaced(std::unique_ptr<Instance> in, cudaStream_t stream, int device) {
-  spent_.reserve(spent_.size() + 1);  // so that the push below cannot fail after the record
+  spent_.reserve(spent_.size() + 1);  // so that spend()'s push cannot fail after the record
   cuda::Event ends;
   try {
     ends = cuda::create_event(device, false, cuda::no_command);
