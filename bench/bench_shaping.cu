@@ -11,8 +11,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <random>
-#include <set>
 #include <string>
 #include <vector>
 

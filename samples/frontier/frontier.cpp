@@ -195,11 +195,6 @@ struct Outcome {
   int round_trips = 0;  // times the host read a size back before launching again
 };
 
-double median(std::vector<double> ms) {
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
 // The whole search as one launch of a loop_while whose body is `pass`, repeated while the
 // frontier in half 0 is not empty; timed after a warm-up.
 Outcome search_in_one_launch(Device device, Queue& queue, Memory& m, std::uint32_t source,
@@ -218,7 +213,7 @@ Outcome search_in_one_launch(Device device, Queue& queue, Memory& m, std::uint32
   }
   // No frontier holds more than every vertex, the limit given.
   if (!exe.clamped_dispatches().empty()) std::printf("  a frontier was clamped\n");
-  return {median(ms), 0};
+  return {sample::percentile(ms, 50), 0};
 }
 
 // The frontier sizes each level's expansion on the device: no size returns to the host. A pass
@@ -263,7 +258,7 @@ Outcome host_driven(Device device, Queue& queue, Memory& m, std::uint32_t source
     last.launch(queue).wait();
     if (run > 0) ms.push_back(clock.ms());
   }
-  return {median(ms), round_trips};
+  return {sample::percentile(ms, 50), round_trips};
 }
 
 // Every vertex checked at every level: the grid is the largest any level could need.
