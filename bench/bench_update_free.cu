@@ -1,8 +1,8 @@
 // bench_update_free: update-free kernels (KernelCommand::update_free), a chain of 1,000
 // one-thread kernels whose every argument changes each frame. Host time of a frame (the
-// updates and the launch) against the launch of the same executable with nothing updated, and
-// against what a careful raw user does (cudaGraphExecKernelNodeSetParams of every node, then
-// cudaGraphLaunch); the re-recorded frame with and without the option; and what the graph costs
+// updates, through writers in an update frame or not or by handle, and the launch) against the
+// launch of the same executable with nothing updated, and against what a careful raw user does
+// (cudaGraphExecKernelNodeSetParams of every node, then cudaGraphLaunch); the re-recorded frame with and without the option; and what the graph costs
 // the device (a replay with nothing changed, one with everything changed) against the same
 // chain compiled without the option. Medians of 15 alternating trials.
 #include "bench_support.cuh"
@@ -10,8 +10,10 @@
 #include <cmdgraph/cmdgraph.hpp>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace cmdgraph;
@@ -66,18 +68,29 @@ void by_handle() {
 
   std::vector<ArgumentWriter<int, int, int*>> writers;
   for (const auto& k : kernels) writers.push_back(exe.arguments(k));
-  std::vector<double> written, writes, handing, by_handle, launch_alone, raw;
+  // Writes through the writers, in an update frame or not: the frame's host time, its writes
+  // alone and the launch that hands them over.
+  struct Way {
+    std::vector<double> frame, writes, handing;
+  } plain, framed;
   bool correct = true;
   int frame = 0;
-  for (int t = 1; t <= trials; ++t) {
+  auto write_frame = [&](Way& way, bool in_frame) {
     ++frame;
-    writes.push_back(bench::host_us([&] {
+    way.writes.push_back(bench::host_us([&] {
+      std::optional<UpdateFrame> held;
+      if (in_frame) held = exe.update_frame();
       for (int i = 0; i < n; ++i) writers[std::size_t(i)].set(i, value_of(i, frame), ptr);
     }));
-    handing.push_back(bench::host_us([&] { exe.launch(q); }));
-    written.push_back(writes.back() + handing.back());
+    way.handing.push_back(bench::host_us([&] { exe.launch(q); }));
+    way.frame.push_back(way.writes.back() + way.handing.back());
     q.wait();
     correct = correct && holds_frame(out, frame);
+  };
+  std::vector<double> by_handle, launch_alone, raw;
+  for (int t = 1; t <= trials; ++t) {
+    write_frame(t % 2 ? plain : framed, t % 2 == 0);  // taking turns at going first
+    write_frame(t % 2 ? framed : plain, t % 2 == 1);
     ++frame;
     by_handle.push_back(bench::host_us([&] {
       for (int i = 0; i < n; ++i) exe.update(kernels[std::size_t(i)], i, value_of(i, frame), ptr);
@@ -98,15 +111,18 @@ void by_handle() {
     }));
     BENCH_CUDA(cudaStreamSynchronize(s));
   }
-  const double mine = bench::median(written), alone = bench::median(launch_alone);
-  bench::row("1,000 new arguments written + launch, vs SetParams", bench::median(raw), mine,
-             "us", "");
-  std::printf("%-52s %12.2f %12.2f %-5s %+8.2f   <= 20 us beyond the launch; %s\n",
-              "  the same launch with nothing written", alone, mine, "us", mine - alone,
-              correct ? "correct" : "WRONG");
-  std::printf("%-52s %12s %12.2f %-5s (median of the launches handing them over: %.2f us)\n",
-              "  the 1,000 writes alone", "", bench::median(writes), "us",
-              bench::median(handing));
+  const double alone = bench::median(launch_alone);
+  for (const auto& [way, name] : {std::pair{&plain, "1,000 new arguments written + launch"},
+                                  std::pair{&framed, "the same in an update frame"}}) {
+    const double mine = bench::median(way->frame);
+    bench::row(std::string(name) + ", vs SetParams", bench::median(raw), mine, "us", "");
+    std::printf("%-52s %12.2f %12.2f %-5s %+8.2f   <= 20 us beyond the launch; %s\n",
+                "  the same launch with nothing written", alone, mine, "us", mine - alone,
+                correct ? "correct" : "WRONG");
+    std::printf("%-52s %12s %12.2f %-5s (median of the launches handing them over: %.2f us)\n",
+                "  the 1,000 writes alone", "", bench::median(way->writes), "us",
+                bench::median(way->handing));
+  }
   bench::row("1,000 updates by handle + launch, vs SetParams", bench::median(raw),
              bench::median(by_handle), "us", "");
   BENCH_CUDA(cudaGraphExecDestroy(exec));

@@ -1,5 +1,6 @@
 // ArgumentWriter: a kernel's arguments written for the launches that follow, at the cost of a
-// conversion and a copy (Executable::arguments), for kernels whose arguments change every frame.
+// conversion and a copy (Executable::arguments), for kernels whose arguments change every frame;
+// UpdateFrame: a frame's updates made by one thread with the executable held once for all.
 #pragma once
 
 #include <cmdgraph/command.hpp>
@@ -27,6 +28,8 @@ void write_arguments(ExecutableImpl& exe, CommandRef command, const KernelArgume
 /// fit its parameter.
 [[noreturn]] void reject_arguments(ExecutableImpl& exe, CommandRef command,
                                    const Misfit& misfit);
+/// Ends the update frame the calling thread holds open on `exe`.
+void close_update_frame(ExecutableImpl& exe) noexcept;
 }  // namespace detail
 
 /// Writes the arguments of one kernel of an executable (Executable::arguments) for the launches
@@ -65,6 +68,37 @@ class ArgumentWriter {
       : target_(std::move(target)), command_(command) {}
   detail::WriterTarget target_;
   detail::CommandRef command_;
+};
+
+/// A frame of updates (Executable::update_frame): while it lives, the thread that opened it
+/// holds the executable for its updates, by handle, through ArgumentWriters and by re-recorded
+/// buffers alike, and each of them skips making sure that no other thread launches or updates
+/// the executable at the same time (an atomic exchange and a store: most of what a set() of
+/// an update-free kernel costs beyond its copy). Until it is destroyed, launch() and clone()
+/// throw Error(concurrent_use), as do other threads' updates. It outlives its executable
+/// harmlessly. Moved, it still holds the executable for the thread that opened it.
+class UpdateFrame {
+ public:
+  UpdateFrame(UpdateFrame&& other) noexcept
+      : target_{std::exchange(other.target_.exe, nullptr), std::move(other.target_.alive)} {}
+  UpdateFrame& operator=(UpdateFrame&& other) noexcept {
+    if (this != &other) {
+      close();
+      target_ = {std::exchange(other.target_.exe, nullptr), std::move(other.target_.alive)};
+    }
+    return *this;
+  }
+  ~UpdateFrame() { close(); }
+  /// Closes the frame now (as destroying it does); later calls do nothing.
+  void close() noexcept {
+    if (target_.exe && *target_.alive) detail::close_update_frame(*target_.exe);
+    target_.exe = nullptr;
+  }
+
+ private:
+  friend class Executable;
+  explicit UpdateFrame(detail::WriterTarget target) noexcept : target_(std::move(target)) {}
+  detail::WriterTarget target_;
 };
 
 }  // namespace cmdgraph

@@ -244,6 +244,15 @@ class Executable {
     return ArgumentWriter<P...>(
         writable(command.ref(), CommandKind::kernel, typeid(void (*)(P...))), command.ref());
   }
+  /// Opens a frame of updates held by the calling thread until the frame is destroyed
+  /// (UpdateFrame): its updates then cost less, and the executable launches again once it
+  /// closes. Error(concurrent_use) while another thread launches or updates it;
+  /// Error(wrong_state) when this thread holds a frame of it open already.
+  /// \code
+  /// { UpdateFrame frame = exe.update_frame(); for (auto& w : writers) w.set(...); }
+  /// exe.launch(queue);
+  /// \endcode
+  UpdateFrame update_frame();
   /// New grid, block and shared memory for a kernel launch.
   template <class... P>
   void update(const KernelCommand<P...>& command, const LaunchConfig& config) {

@@ -63,6 +63,11 @@ ExecutableImpl::LaunchNumber ExecutableImpl::number_launch() noexcept {
 ExecutableImpl::Sharing::Sharing(const ExecutableImpl& exe) : exe_(exe) {
   int users = exe_.users_.load();
   do {
+    if (users == framed) {
+      throw Error(errc::concurrent_use,
+                  "executable '" + exe_.name() + "' is launched while an update frame of it " +
+                      "is open (Executable::update_frame): close the frame first");
+    }
     if (users < 0) {
       throw Error(errc::concurrent_use, "executable '" + exe_.name() +
                                             "' is launched while another thread updates it");
@@ -71,12 +76,41 @@ ExecutableImpl::Sharing::Sharing(const ExecutableImpl& exe) : exe_(exe) {
 }
 
 ExecutableImpl::Updating::Updating(ExecutableImpl& exe) : exe_(exe) {
+  if (exe_.frame_held_here()) return;
   int idle = 0;
-  if (!exe_.users_.compare_exchange_strong(idle, -1)) {
-    throw Error(errc::concurrent_use,
-                "executable '" + exe_.name() + "' is updated while another thread " +
-                    (idle < 0 ? "updates" : "launches") + " it");
+  if (!exe_.users_.compare_exchange_strong(idle, updating)) exe_.refuse_update_while(idle);
+  held_ = true;
+}
+
+bool ExecutableImpl::frame_held_here() const noexcept {
+  // The acquire makes the owner written before `framed` visible; another thread's frame is
+  // not this one's, and the exchange that follows refuses it.
+  return users_.load(std::memory_order_acquire) == framed &&
+         frame_owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+}
+
+void ExecutableImpl::refuse_update_while(int users) const {
+  throw Error(errc::concurrent_use,
+              "executable '" + name_ + "' is updated while another thread " +
+                  (users == framed ? "holds an update frame of it open"
+                                   : users < 0 ? "updates" : "launches") +
+                  " it");
+}
+
+void ExecutableImpl::open_frame() {
+  if (frame_held_here()) {
+    throw Error(errc::wrong_state, "an update frame of executable '" + name_ +
+                                       "' was opened while this thread holds one open");
   }
+  int idle = 0;
+  if (!users_.compare_exchange_strong(idle, updating)) refuse_update_while(idle);
+  frame_owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  users_.store(framed, std::memory_order_release);
+}
+
+void ExecutableImpl::close_frame() noexcept {
+  frame_owner_.store(std::thread::id{}, std::memory_order_relaxed);
+  users_.store(0, std::memory_order_release);
 }
 
 UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,

@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -133,17 +134,25 @@ class ExecutableImpl {
     const ExecutableImpl& exe_;
   };
   /// Held while updating: Error(concurrent_use) when another thread launches, clones or
-  /// updates the executable at the same time.
+  /// updates the executable at the same time. Within an update frame opened by this thread
+  /// the frame holds the executable already, and this costs two loads.
   class Updating {
    public:
     explicit Updating(ExecutableImpl& exe);
-    ~Updating() { exe_.users_.store(0); }
+    ~Updating() {
+      if (held_) exe_.users_.store(0);
+    }
     Updating(const Updating&) = delete;
     Updating& operator=(const Updating&) = delete;
 
    private:
     ExecutableImpl& exe_;
+    bool held_ = false;
   };
+  /// Holds the executable for the calling thread's updates until close_frame()
+  /// (Executable::update_frame): Error(concurrent_use) as Updating.
+  void open_frame();
+  void close_frame() noexcept;
 
   /// Events the plan's record commands record (bodies included).
   const std::vector<std::shared_ptr<EventState>>& recorded_events() const noexcept {
@@ -199,8 +208,13 @@ class ExecutableImpl {
   unsigned profile_every_;
   std::atomic<std::uint64_t> launch_count_{0};
   std::vector<std::shared_ptr<EventState>> recorded_events_;
-  // Launches and clones in progress, or -1 while an update runs.
+  // Launches and clones in progress, or `updating` while an update runs, or `framed` while
+  // thread frame_owner_ holds an update frame open.
+  static constexpr int updating = -1, framed = -2;
+  bool frame_held_here() const noexcept;
+  [[noreturn]] void refuse_update_while(int users) const;
   mutable std::atomic<int> users_{0};
+  std::atomic<std::thread::id> frame_owner_{};  // written before users_ becomes `framed`
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -161,7 +161,15 @@ detail::WriterTarget Executable::writable(detail::CommandRef command, CommandKin
   return {&exe, exe.liveness()};
 }
 
+UpdateFrame Executable::update_frame() {
+  ExecutableImpl& exe = impl();
+  exe.open_frame();
+  return UpdateFrame({&exe, exe.liveness()});
+}
+
 namespace detail {
+
+void close_update_frame(ExecutableImpl& exe) noexcept { exe.close_frame(); }
 
 void write_arguments(ExecutableImpl& exe, CommandRef command, const KernelArguments& arguments) {
   const bool known = knows(exe, command);

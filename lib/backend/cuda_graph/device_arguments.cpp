@@ -72,7 +72,7 @@ DeviceArguments::DeviceArguments(const Plan& plan, const ArgumentStore& values)
       }
     }
     const std::uint32_t bytes = offset(last) + values.size(last) - start;
-    values_.push_back({first, bytes, data_bytes});
+    values_.push_back({first, start, bytes, data_bytes});
     data_bytes += static_cast<std::uint32_t>(round_up(bytes, 8));
     place_[c] = place;
     commands_.push_back(c);
@@ -139,11 +139,12 @@ const cuda::ArgumentBlock* DeviceArguments::publish(const ArgumentStore& values)
     std::memcpy(head + 1, runs_.data(), runs_.size() * sizeof(cuda::ArgumentEntry));
     head->parameters = static_cast<unsigned>(runs_.size());
   }
+  const auto* store = static_cast<const std::byte*>(values.data(0));
   for (std::size_t place = 0; place < commands_.size(); ++place) {
     if (filled != 0 && changed_at_[place] <= filled) continue;  // the block holds them already
     changed[place] = changed_at_[place];
     const Values& v = values_[place];
-    std::memcpy(bytes + v.data_at, values.data(v.first), v.bytes);
+    std::memcpy(bytes + v.data_at, store + v.store_at, v.bytes);
   }
   blocks_[b].generation = staged_;
   withdrawn_published_ = std::exchange(published_, staged_);

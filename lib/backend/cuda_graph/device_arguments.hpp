@@ -64,6 +64,7 @@ class DeviceArguments {
   // store, which a block mirrors: one copy each.
   struct Values {
     ArgumentStore::Slot first;
+    std::uint32_t store_at;  // bytes from the store's first value: the same in its copies
     std::uint32_t bytes;
     std::uint32_t data_at;  // in a block
   };
