@@ -2,9 +2,10 @@
 // one-thread kernels whose every argument changes each frame. Host time of a frame (the
 // updates, through writers in an update frame or not or by handle, and the launch) against the
 // launch of the same executable with nothing updated, and against what a careful raw user does
-// (cudaGraphExecKernelNodeSetParams of every node, then cudaGraphLaunch); the re-recorded frame with and without the option; and what the graph costs
-// the device (a replay with nothing changed, one with everything changed) against the same
-// chain compiled without the option. Medians of 15 alternating trials.
+// (cudaGraphExecKernelNodeSetParams of every node, then cudaGraphLaunch); the re-recorded frame
+// with and without the option; and what the graph costs the device (a replay with nothing
+// changed, one with everything changed) against the same chain compiled without the option.
+// Medians of 15 alternating trials.
 #include "bench_support.cuh"
 
 #include <cmdgraph/cmdgraph.hpp>

@@ -73,14 +73,16 @@ class ArgumentWriter {
 /// A frame of updates (Executable::update_frame): while it lives, the thread that opened it
 /// holds the executable for its updates, by handle, through ArgumentWriters and by re-recorded
 /// buffers alike, and each of them skips making sure that no other thread launches or updates
-/// the executable at the same time (an atomic exchange and a store: most of what a set() of
-/// an update-free kernel costs beyond its copy). Until it is destroyed, launch() and clone()
+/// the executable at the same time (an atomic exchange and a store: about a fifth of what a
+/// set() of an update-free kernel costs). Until it is destroyed, launch() and clone()
 /// throw Error(concurrent_use), as do other threads' updates. It outlives its executable
 /// harmlessly. Moved, it still holds the executable for the thread that opened it.
 class UpdateFrame {
  public:
+  /// Takes `other`'s hold; `other` then closes nothing.
   UpdateFrame(UpdateFrame&& other) noexcept
       : target_{std::exchange(other.target_.exe, nullptr), std::move(other.target_.alive)} {}
+  /// Closes this frame, then takes `other`'s hold.
   UpdateFrame& operator=(UpdateFrame&& other) noexcept {
     if (this != &other) {
       close();
@@ -88,6 +90,7 @@ class UpdateFrame {
     }
     return *this;
   }
+  /// Closes the frame: the executable launches again.
   ~UpdateFrame() { close(); }
   /// Closes the frame now (as destroying it does); later calls do nothing.
   void close() noexcept {

@@ -65,8 +65,8 @@ ExecutableImpl::Sharing::Sharing(const ExecutableImpl& exe) : exe_(exe) {
   do {
     if (users == framed) {
       throw Error(errc::concurrent_use,
-                  "executable '" + exe_.name() + "' is launched while an update frame of it " +
-                      "is open (Executable::update_frame): close the frame first");
+                  "executable '" + exe_.name() + "' is launched or cloned while an update " +
+                      "frame of it is open (Executable::update_frame): close the frame first");
     }
     if (users < 0) {
       throw Error(errc::concurrent_use, "executable '" + exe_.name() +

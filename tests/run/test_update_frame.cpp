@@ -2,8 +2,8 @@
 // all its updates until the frame closes. Updates of every kind made in the frame reach the
 // next launch; launch() and clone() in the frame, and other threads' updates and launches, are
 // refused with Error(concurrent_use) and change nothing; an update refused inside the frame
-// leaves it held; a frame opened twice, moved, or outliving its executable, is harmless. Every backend
-// this machine runs.
+// leaves it held; a frame opened twice, moved, or outliving its executable, is harmless. Every
+// backend this machine runs.
 #include "support/backends.hpp"
 #include "support/expect_error.hpp"
 
