@@ -76,7 +76,10 @@ ExecutableImpl::Sharing::Sharing(const ExecutableImpl& exe) : exe_(exe) {
 }
 
 ExecutableImpl::Updating::Updating(ExecutableImpl& exe) : exe_(exe) {
-  if (exe_.frame_held_here()) return;
+  if (exe_.frame_held_here()) {
+    exe_.frame_writes_asked_ = false;  // this update may replace what they write into
+    return;
+  }
   int idle = 0;
   if (!exe_.users_.compare_exchange_strong(idle, updating)) exe_.refuse_update_while(idle);
   held_ = true;
@@ -108,7 +111,17 @@ void ExecutableImpl::open_frame() {
   users_.store(framed, std::memory_order_release);
 }
 
+bool ExecutableImpl::write_in_frame(std::uint32_t c, const KernelArguments& arguments) {
+  if (!frame_held_here()) return false;
+  if (!frame_writes_asked_) {
+    frame_writes_ = frame_writes();
+    frame_writes_asked_ = true;
+  }
+  return frame_writes_ && frame_writes_->frame_write(c, arguments);
+}
+
 void ExecutableImpl::close_frame() noexcept {
+  frame_writes_asked_ = false;
   frame_owner_.store(std::thread::id{}, std::memory_order_relaxed);
   users_.store(0, std::memory_order_release);
 }

@@ -27,6 +27,18 @@ namespace cmdgraph::detail {
 class EventState;
 class QueueState;
 
+/// Where an open update frame writes kernel arguments with no check but the frame's
+/// (ExecutableImpl::frame_writes): a backend's update-free kernels, in its own values.
+class FrameWrites {
+ public:
+  /// Writes `arguments` as root command `c`'s, as ExecutableImpl::write_arguments does; false,
+  /// with nothing written, when they take its path instead.
+  virtual bool frame_write(std::uint32_t c, const KernelArguments& arguments) = 0;
+
+ protected:
+  ~FrameWrites() = default;
+};
+
 class ExecutableImpl {
  public:
   /// `stats.profile_mode` says how launches are timed; one in `profile_every` is.
@@ -153,6 +165,10 @@ class ExecutableImpl {
   /// (Executable::update_frame): Error(concurrent_use) as Updating.
   void open_frame();
   void close_frame() noexcept;
+  /// Within a frame the calling thread holds: writes `arguments` as kernel command `c`'s
+  /// through frame_writes(), with no other check; false when not so held, or when they take
+  /// write_arguments' path.
+  bool write_in_frame(std::uint32_t c, const KernelArguments& arguments);
 
   /// Events the plan's record commands record (bodies included).
   const std::vector<std::shared_ptr<EventState>>& recorded_events() const noexcept {
@@ -171,6 +187,10 @@ class ExecutableImpl {
                             const UpdateOptions& options) = 0;
   /// The most recent launch's profile (waiting for it); nullopt when never launched.
   virtual std::optional<Profile> read_last_profile() const = 0;
+  /// Where a frame's writes of kernel arguments go directly (null: through write_arguments),
+  /// asked once in a frame and again after each other update in it, which may replace what
+  /// it writes into.
+  virtual FrameWrites* frame_writes() { return nullptr; }
 
   void replace_plan(std::shared_ptr<const Plan> plan);
   /// The plan this backend built what it launches from: plan(), or the one before updates that
@@ -215,6 +235,8 @@ class ExecutableImpl {
   [[noreturn]] void refuse_update_while(int users) const;
   mutable std::atomic<int> users_{0};
   std::atomic<std::thread::id> frame_owner_{};  // written before users_ becomes `framed`
+  FrameWrites* frame_writes_ = nullptr;  // frame_writes() as asked last, while framed
+  bool frame_writes_asked_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -173,6 +173,7 @@ void close_update_frame(ExecutableImpl& exe) noexcept { exe.close_frame(); }
 
 void write_arguments(ExecutableImpl& exe, CommandRef command, const KernelArguments& arguments) {
   const bool known = knows(exe, command);
+  if (known && exe.write_in_frame(command.index, arguments)) return;
   {
     const ExecutableImpl::Updating updating(exe);
     if (known && exe.write_arguments(command.index, arguments)) return;

@@ -211,3 +211,46 @@ TEST_CASE("cuda.update_free.clones_and_profiled_executables" * doctest::timeout(
     REQUIRE(dead);
   }
 }
+
+TEST_CASE("cuda.update_free.frames_that_mix_updates_and_rebuild" * doctest::timeout(300)) {
+  // Writes in an update frame go straight to the update-free kernels' values until another
+  // update in the frame, which may replace them: an update by handle, a re-recorded buffer of
+  // another structure (a rebuild). Each launch after the frame runs what the frame wrote last.
+  const Device gpu = Device::cuda(0);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    constexpr int kernels = 8;
+    Buffer<int> row(gpu, kernels + 1);
+    poison(row);
+    CommandBuffer cmd("frame");
+    const std::vector<Put> puts = record_puts(cmd, row.data(), kernels, -2);
+    Executable exe = compile(cmd, gpu, {.backend = backend});
+    std::vector<ArgumentWriter<int*, int, int>> writers;
+    for (const Put& p : puts) writers.push_back(exe.arguments(p));
+    Queue q(gpu);
+    std::vector<int> want(kernels + 1, -1);
+    {
+      UpdateFrame held = exe.update_frame();
+      for (int k = 0; k < kernels; ++k) writers[k].set(row.data(), 100 + k, k);
+      exe.update(puts[0], row.data(), 200, 0);  // by handle, between writes
+      for (int k = 1; k < kernels; ++k) writers[k].set(row.data(), 300 + k, k);
+    }
+    exe.launch(q).wait();
+    want[0] = 200;
+    for (int k = 1; k < kernels; ++k) want[k] = 300 + k;
+    CHECK(read_ints(row) == want);
+    {
+      UpdateFrame held = exe.update_frame();
+      writers[0].set(row.data(), 400, 0);
+      CommandBuffer wider("frame");
+      const std::vector<Put> more = record_puts(wider, row.data(), kernels + 1, -3);
+      CHECK(exe.update(wider, {.reinstantiate_if_needed = true}).reinstantiated);
+      CMDGRAPH_EXPECT_ERROR(writers[1].set(row.data(), 500, 1), errc::foreign_handle);
+      for (int k = 0; k <= kernels; ++k) exe.arguments(more[k]).set(row.data(), 600 + k, k);
+    }
+    exe.launch(q).wait();
+    for (int k = 0; k <= kernels; ++k) want[k] = 600 + k;
+    CHECK(read_ints(row) == want);
+    CHECK(exe.stats().commands_update_free ==
+          (backend == Backend::cuda_graph ? std::size_t{kernels + 1} : 0));
+  }
+}

@@ -23,7 +23,7 @@ namespace cmdgraph::detail {
 /// Throws naming the first command of `plan` a graph launched from the device cannot hold.
 void check_device_graph(const Plan& plan);
 
-class GraphExecutable final : public CudaExecutable {
+class GraphExecutable final : public CudaExecutable, private FrameWrites {
  public:
   // `captures`: what capture_all made of the plan's capture commands (null for a clone, whose
   // captures run again). `session`: CUPTI's, when stats.profile_mode is cupti.
@@ -39,10 +39,12 @@ class GraphExecutable final : public CudaExecutable {
 
   void apply_update(std::uint32_t c) override;
   bool write_arguments(std::uint32_t c, const KernelArguments& arguments) override;
+  bool frame_write(std::uint32_t c, const KernelArguments& arguments) override;
   void* device_graph(const std::shared_ptr<QueueState>& queue) override;
 
  protected:
   void check_runs(const Plan& plan) const override;
+  FrameWrites* frame_writes() override;
 
  private:
   ProfileMode mode() const noexcept { return stats().profile_mode; }
@@ -104,6 +106,7 @@ class GraphExecutable final : public CudaExecutable {
   std::shared_ptr<DispatchReports> reports_;
   // The update-free kernels' arguments on their way to the device (null without any).
   std::shared_ptr<DeviceArguments> arguments_;
+  ArgumentStore* frame_store_ = nullptr;  // args_, taken for writing when a frame asked
   Instance current_;
   std::unique_ptr<Instance> plain_;  // event mode, one launch in N: the launches not profiled
   cuda::Event switched_;  // orders launches of two instances (plain_'s, learning's) across queues

@@ -28,6 +28,18 @@ bool GraphExecutable::write_arguments(std::uint32_t c, const KernelArguments& ar
   return true;
 }
 
+FrameWrites* GraphExecutable::frame_writes() {
+  if (!arguments_) return nullptr;
+  frame_store_ = &args_.writable();  // nothing else updates or launches until asked again
+  return this;
+}
+
+bool GraphExecutable::frame_write(std::uint32_t c, const KernelArguments& arguments) {
+  if (!arguments_->holds(c) || any_live_transients()) return false;
+  arguments_->write(c, *frame_store_, arguments);
+  return true;
+}
+
 std::shared_ptr<DeviceArguments> GraphExecutable::device_arguments(
     const Plan& plan, const ArgumentStore& values) {
   std::shared_ptr<DeviceArguments> arguments;
