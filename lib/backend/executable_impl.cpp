@@ -85,13 +85,6 @@ ExecutableImpl::Updating::Updating(ExecutableImpl& exe) : exe_(exe) {
   held_ = true;
 }
 
-bool ExecutableImpl::frame_held_here() const noexcept {
-  // The acquire makes the owner written before `framed` visible; another thread's frame is
-  // not this one's, and the exchange that follows refuses it.
-  return users_.load(std::memory_order_acquire) == framed &&
-         frame_owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
-}
-
 void ExecutableImpl::refuse_update_while(int users) const {
   throw Error(errc::concurrent_use,
               "executable '" + name_ + "' is updated while another thread " +
@@ -111,13 +104,10 @@ void ExecutableImpl::open_frame() {
   users_.store(framed, std::memory_order_release);
 }
 
-bool ExecutableImpl::write_in_frame(std::uint32_t c, const KernelArguments& arguments) {
-  if (!frame_held_here()) return false;
-  if (!frame_writes_asked_) {
-    frame_writes_ = frame_writes();
-    frame_writes_asked_ = true;
-  }
-  return frame_writes_ && frame_writes_->frame_write(c, arguments);
+FrameWrites* ExecutableImpl::ask_frame_writes() {
+  frame_writes_ = frame_writes();
+  frame_writes_asked_ = true;
+  return frame_writes_;
 }
 
 void ExecutableImpl::close_frame() noexcept {

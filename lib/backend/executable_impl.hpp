@@ -167,8 +167,12 @@ class ExecutableImpl {
   void close_frame() noexcept;
   /// Within a frame the calling thread holds: writes `arguments` as kernel command `c`'s
   /// through frame_writes(), with no other check; false when not so held, or when they take
-  /// write_arguments' path.
-  bool write_in_frame(std::uint32_t c, const KernelArguments& arguments);
+  /// write_arguments' path. Inline: every write of a frame comes here.
+  bool write_in_frame(std::uint32_t c, const KernelArguments& arguments) {
+    if (!frame_held_here()) return false;
+    FrameWrites* writes = frame_writes_asked_ ? frame_writes_ : ask_frame_writes();
+    return writes && writes->frame_write(c, arguments);
+  }
 
   /// Events the plan's record commands record (bodies included).
   const std::vector<std::shared_ptr<EventState>>& recorded_events() const noexcept {
@@ -231,7 +235,13 @@ class ExecutableImpl {
   // Launches and clones in progress, or `updating` while an update runs, or `framed` while
   // thread frame_owner_ holds an update frame open.
   static constexpr int updating = -1, framed = -2;
-  bool frame_held_here() const noexcept;
+  bool frame_held_here() const noexcept {
+    // The acquire makes the owner written before `framed` visible; another thread's frame is
+    // not this one's, and the exchange that follows refuses it.
+    return users_.load(std::memory_order_acquire) == framed &&
+           frame_owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
+  FrameWrites* ask_frame_writes();
   [[noreturn]] void refuse_update_while(int users) const;
   mutable std::atomic<int> users_{0};
   std::atomic<std::thread::id> frame_owner_{};  // written before users_ becomes `framed`

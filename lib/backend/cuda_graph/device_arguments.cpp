@@ -22,15 +22,6 @@ std::shared_ptr<void> pinned(std::size_t bytes) {
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-// A value of `size` bytes copied: most are 4 or 8 (ints, floats, pointers), which copy inline.
-void copy_value(void* to, const void* from, std::uint32_t size) noexcept {
-  switch (size) {
-    case 4: std::memcpy(to, from, 4); break;
-    case 8: std::memcpy(to, from, 8); break;
-    default: std::memcpy(to, from, size);
-  }
-}
-
 // A kernel's parameters copied: a few values, most often 16 or 24 bytes, which copy inline.
 void copy_parameters(void* to, const void* from, std::uint32_t bytes) noexcept {
   switch (bytes) {
@@ -111,17 +102,6 @@ bool DeviceArguments::stage(std::uint32_t c, const ArgumentStore& values) {
   }
   mark_changed(place);
   return true;
-}
-
-void DeviceArguments::write(std::uint32_t c, ArgumentStore& values,
-                            const KernelArguments& arguments) {
-  const std::uint32_t place = place_[c];
-  const ArgumentStore::Slot first = values_[place].first;
-  for (std::size_t i = 0; i < arguments.count; ++i) {  // of the recorded types: their sizes
-    const KernelParam& param = arguments.params[i];
-    copy_value(values.data(first + static_cast<ArgumentStore::Slot>(i)), param.value, param.size);
-  }
-  mark_changed(place);
 }
 
 const cuda::ArgumentBlock* DeviceArguments::newest() const noexcept {

@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -42,8 +43,17 @@ class DeviceArguments {
   /// update-free, or its launch configuration changed).
   bool stage(std::uint32_t c, const ArgumentStore& values);
   /// Writes `arguments` (as many as root command `c`'s kernel takes, of its types) into
-  /// `values` as `c`'s, and stages them. \pre holds(c).
-  void write(std::uint32_t c, ArgumentStore& values, const KernelArguments& arguments);
+  /// `values` as `c`'s, and stages them. \pre holds(c). Inline: a frame's every write.
+  void write(std::uint32_t c, ArgumentStore& values, const KernelArguments& arguments) {
+    const std::uint32_t place = place_[c];
+    const ArgumentStore::Slot first = values_[place].first;
+    for (std::size_t i = 0; i < arguments.count; ++i) {  // of the recorded types: their sizes
+      const KernelParam& param = arguments.params[i];
+      copy_value(values.data(first + static_cast<ArgumentStore::Slot>(i)), param.value,
+                 param.size);
+    }
+    mark_changed(place);
+  }
   /// Whether updates staged values that no launch has handed to the device yet.
   bool pending() const noexcept { return staged_ != published_; }
   /// Writes every value of `values` staged since a free block was last written into it, and
@@ -72,6 +82,14 @@ class DeviceArguments {
     std::shared_ptr<void> memory;  // pinned
     unsigned long long generation;
   };
+  // A value of `size` bytes copied: most are 4 or 8 (ints, floats, pointers), copied inline.
+  static void copy_value(void* to, const void* from, std::uint32_t size) noexcept {
+    switch (size) {
+      case 4: std::memcpy(to, from, 4); break;
+      case 8: std::memcpy(to, from, 8); break;
+      default: std::memcpy(to, from, size);
+    }
+  }
   cuda::ArgumentBlock* block_at(std::size_t b) const noexcept {
     return static_cast<cuda::ArgumentBlock*>(blocks_[b].memory.get());
   }
