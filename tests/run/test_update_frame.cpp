@@ -41,6 +41,18 @@ Recorded record(CommandBuffer& cmd, Lanes& m, int value) {
   return {fill, copy};
 }
 
+// The frame's buffer recorded with value 1 and compiled for `target`, and a queue there.
+struct Compiled {
+  explicit Compiled(const BackendOn& target)
+      : r(record(cmd, m, 1)), exe(compile(cmd, target.device, target.options())),
+        q(target.device) {}
+  Lanes m;
+  CommandBuffer cmd{"frame"};
+  Recorded r;
+  Executable exe;
+  Queue q;
+};
+
 std::vector<int> copied(const Lanes& m) { return {m.out.data(), m.out.data() + width}; }
 std::vector<int> all(int value) { return std::vector<int>(width, value); }
 
@@ -62,11 +74,8 @@ std::optional<Error> from_another_thread(Call call) {
 
 TEST_CASE("update_frame.updates_in_a_frame_reach_the_launch_after_it") {
   CMDGRAPH_EACH_BACKEND(target) {
-    Lanes m;
-    CommandBuffer cmd("frame");
-    const Recorded r = record(cmd, m, 1);
-    Executable exe = compile(cmd, target.device, target.options());
-    Queue q(target.device);
+    Compiled c(target);
+    auto& [m, cmd, r, exe, q] = c;
     exe.launch(q).wait();
     REQUIRE(copied(m) == all(1));
     for (int frame = 2; frame < 6; ++frame) {
@@ -96,11 +105,8 @@ TEST_CASE("update_frame.updates_in_a_frame_reach_the_launch_after_it") {
 
 TEST_CASE("update_frame.other_threads_wait_for_it_to_close") {
   CMDGRAPH_EACH_BACKEND(target) {
-    Lanes m;
-    CommandBuffer cmd("frame");
-    const Recorded r = record(cmd, m, 1);
-    Executable exe = compile(cmd, target.device, target.options());
-    Queue q(target.device);
+    Compiled c(target);
+    auto& [m, cmd, r, exe, q] = c;
     {
       UpdateFrame held = exe.update_frame();
       exe.update(r.fill, m.in.view(), 2, width);
@@ -134,11 +140,9 @@ TEST_CASE("update_frame.other_threads_wait_for_it_to_close") {
 
 TEST_CASE("update_frame.opened_twice_or_outliving_its_executable") {
   CMDGRAPH_EACH_BACKEND(target) {
-    Lanes m;
-    CommandBuffer cmd("frame");
-    const Recorded r = record(cmd, m, 1);
-    auto exe = std::make_unique<Executable>(compile(cmd, target.device, target.options()));
-    Queue q(target.device);
+    Compiled c(target);
+    auto& [m, cmd, r, compiled, q] = c;
+    auto exe = std::make_unique<Executable>(std::move(compiled));
     {
       UpdateFrame held = exe->update_frame();
       CMDGRAPH_EXPECT_ERROR(exe->update_frame(), errc::wrong_state);

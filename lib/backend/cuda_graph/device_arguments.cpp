@@ -22,18 +22,6 @@ std::shared_ptr<void> pinned(std::size_t bytes) {
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-// A kernel's parameters copied: a few values, most often 16 or 24 bytes, which copy inline.
-void copy_parameters(void* to, const void* from, std::uint32_t bytes) noexcept {
-  switch (bytes) {
-    case 8: std::memcpy(to, from, 8); break;
-    case 12: std::memcpy(to, from, 12); break;
-    case 16: std::memcpy(to, from, 16); break;
-    case 24: std::memcpy(to, from, 24); break;
-    case 32: std::memcpy(to, from, 32); break;
-    default: std::memcpy(to, from, bytes);
-  }
-}
-
 LaunchConfig config_in(const ArgumentStore& values, ArgumentStore::Slot slot) {
   LaunchConfig config;
   std::memcpy(&config, values.data(slot), sizeof config);
@@ -136,7 +124,7 @@ const cuda::ArgumentBlock* DeviceArguments::publish(const ArgumentStore& values)
     if (filled != 0 && changed_at_[place] <= filled) continue;  // the block holds them already
     changed[place] = changed_at_[place];
     const Values& v = values_[place];
-    copy_parameters(bytes + v.data_at, store + v.store_at, v.bytes);
+    copy_bytes(bytes + v.data_at, store + v.store_at, v.bytes);
   }
   blocks_[b].generation = staged_;
   withdrawn_published_ = std::exchange(published_, staged_);

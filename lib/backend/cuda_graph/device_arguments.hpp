@@ -49,7 +49,7 @@ class DeviceArguments {
     const ArgumentStore::Slot first = values_[place].first;
     for (std::size_t i = 0; i < arguments.count; ++i) {  // of the recorded types: their sizes
       const KernelParam& param = arguments.params[i];
-      copy_value(values.data(first + static_cast<ArgumentStore::Slot>(i)), param.value,
+      copy_bytes(values.data(first + static_cast<ArgumentStore::Slot>(i)), param.value,
                  param.size);
     }
     mark_changed(place);
@@ -82,12 +82,17 @@ class DeviceArguments {
     std::shared_ptr<void> memory;  // pinned
     unsigned long long generation;
   };
-  // A value of `size` bytes copied: most are 4 or 8 (ints, floats, pointers), copied inline.
-  static void copy_value(void* to, const void* from, std::uint32_t size) noexcept {
-    switch (size) {
+  // `bytes` copied: a value (most are 4 or 8: ints, floats, pointers) or a kernel's few
+  // parameters (most often 16 or 24), inline for the common sizes.
+  static void copy_bytes(void* to, const void* from, std::uint32_t bytes) noexcept {
+    switch (bytes) {
       case 4: std::memcpy(to, from, 4); break;
       case 8: std::memcpy(to, from, 8); break;
-      default: std::memcpy(to, from, size);
+      case 12: std::memcpy(to, from, 12); break;
+      case 16: std::memcpy(to, from, 16); break;
+      case 24: std::memcpy(to, from, 24); break;
+      case 32: std::memcpy(to, from, 32); break;
+      default: std::memcpy(to, from, bytes);
     }
   }
   cuda::ArgumentBlock* block_at(std::size_t b) const noexcept {

@@ -22,10 +22,9 @@ void GraphExecutable::apply_update(std::uint32_t c) {
 }
 
 bool GraphExecutable::write_arguments(std::uint32_t c, const KernelArguments& arguments) {
-  // Values reaching transient memory are checked and rebound on update()'s path.
-  if (!arguments_ || !arguments_->holds(c) || any_live_transients()) return false;
-  arguments_->write(c, args_.writable(), arguments);
-  return true;
+  // Outside a frame: the store taken for writing each time (update()'s path, where the write
+  // is refused, takes it as well).
+  return frame_writes() && frame_write(c, arguments);
 }
 
 FrameWrites* GraphExecutable::frame_writes() {
@@ -35,6 +34,7 @@ FrameWrites* GraphExecutable::frame_writes() {
 }
 
 bool GraphExecutable::frame_write(std::uint32_t c, const KernelArguments& arguments) {
+  // Values reaching transient memory are checked and rebound on update()'s path.
   if (!arguments_->holds(c) || any_live_transients()) return false;
   arguments_->write(c, *frame_store_, arguments);
   return true;
