@@ -5,6 +5,7 @@
 
 #include <cmdgraph/command.hpp>
 #include <cmdgraph/detail/conversions.hpp>
+#include <cmdgraph/detail/frame_slot.hpp>
 #include <cmdgraph/detail/specs.hpp>
 
 #include <memory>
@@ -22,8 +23,10 @@ struct WriterTarget {
 /// Throws Error(invalid_handle): the writer's executable was destroyed.
 [[noreturn]] void reject_writer_of_destroyed();
 /// Writes `arguments` as those of kernel command `command` of `exe` for the launches that
-/// follow, as Executable::update(handle, args...) does.
-void write_arguments(ExecutableImpl& exe, CommandRef command, const KernelArguments& arguments);
+/// follow, as Executable::update(handle, args...) does; when it writes them straight into an
+/// update frame's values, it teaches `slot` (whose `offsets` it fills) where they went.
+void write_arguments(ExecutableImpl& exe, CommandRef command, const KernelArguments& arguments,
+                     FrameSlotBase& slot, std::span<std::uint32_t> offsets);
 /// Throws Error(invalid_argument) naming kernel command `command` of `exe`: `misfit` does not
 /// fit its parameter.
 [[noreturn]] void reject_arguments(ExecutableImpl& exe, CommandRef command,
@@ -58,8 +61,13 @@ class ArgumentWriter {
     if (auto misfit = detail::first_misfit<P...>(args...)) {
       detail::reject_arguments(*target_.exe, command_, *misfit);
     }
+    if (slot_.open()) {  // where the library wrote last in this thread's frame: no call
+      slot_.write(std::forward<A>(args)...);
+      return;
+    }
     const detail::ConvertedArguments<P...> converted(std::forward<A>(args)...);
-    detail::write_arguments(*target_.exe, command_, converted.arguments());
+    detail::write_arguments(*target_.exe, command_, converted.arguments(), slot_,
+                            slot_.offsets());
   }
 
  private:
@@ -68,6 +76,7 @@ class ArgumentWriter {
       : target_(std::move(target)), command_(command) {}
   detail::WriterTarget target_;
   detail::CommandRef command_;
+  mutable detail::FrameSlot<P...> slot_;
 };
 
 /// A frame of updates (Executable::update_frame): while it lives, the thread that opened it

@@ -1,6 +1,7 @@
 // ExecutableImpl's skeleton: update by re-recording, the profile guard, recorded events.
 #include "backend/executable_impl.hpp"
 
+#include "command/transient_range.hpp"
 #include "plan/hazards.hpp"
 
 #include <cmdgraph/error.hpp>
@@ -39,7 +40,9 @@ ExecutableImpl::ExecutableImpl(std::shared_ptr<const Plan> plan, Device device,
                                ExecutableStats stats, unsigned profile_every)
     : plan_(std::move(plan)), name_(plan_->buffer_name), device_(device),
       stats_(std::move(stats)), profile_every_(std::max(1u, profile_every)),
-      recorded_events_(events_recorded_by(*plan_)) {}
+      recorded_events_(events_recorded_by(*plan_)) {
+  frame_words_.live_transients = &live_transient_count();
+}
 
 const ExecutableStats& ExecutableImpl::stats_with_lint() const {
   std::lock_guard lock(lint_mutex_);
@@ -76,13 +79,17 @@ ExecutableImpl::Sharing::Sharing(const ExecutableImpl& exe) : exe_(exe) {
 }
 
 ExecutableImpl::Updating::Updating(ExecutableImpl& exe) : exe_(exe) {
-  if (exe_.frame_held_here()) {
-    exe_.frame_writes_asked_ = false;  // this update may replace what they write into
-    return;
+  if (!exe_.frame_held_here()) {
+    int idle = 0;
+    if (!exe_.users_.compare_exchange_strong(idle, updating)) exe_.refuse_update_while(idle);
+    held_ = true;
   }
-  int idle = 0;
-  if (!exe_.users_.compare_exchange_strong(idle, updating)) exe_.refuse_update_while(idle);
-  held_ = true;
+  exe_.forget_frame_writes();  // this update may move what they write into: asked again
+}
+
+void ExecutableImpl::forget_frame_writes() noexcept {
+  frame_writes_asked_ = false;
+  frame_words_.key.store(0, std::memory_order_relaxed);
 }
 
 void ExecutableImpl::refuse_update_while(int users) const {
@@ -100,24 +107,27 @@ void ExecutableImpl::open_frame() {
   }
   int idle = 0;
   if (!users_.compare_exchange_strong(idle, updating)) refuse_update_while(idle);
-  frame_owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  frame_words_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
   users_.store(framed, std::memory_order_release);
 }
 
 FrameWrites* ExecutableImpl::ask_frame_writes() {
-  frame_writes_ = frame_writes();
+  frame_writes_ = frame_writes();  // may move what they write into (frame_values_moved)
   frame_writes_asked_ = true;
+  frame_words_.key.store(frame_writes_ ? frame_epoch_ : 0, std::memory_order_relaxed);
   return frame_writes_;
 }
 
 void ExecutableImpl::close_frame() noexcept {
   frame_writes_asked_ = false;
-  frame_owner_.store(std::thread::id{}, std::memory_order_relaxed);
+  frame_words_.key.store(0, std::memory_order_relaxed);
+  frame_words_.owner.store(std::thread::id{}, std::memory_order_relaxed);
   users_.store(0, std::memory_order_release);
 }
 
 UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
                                          const UpdateOptions& options) {
+  ++frame_epoch_;  // writers' handles may name none of its commands; it may rebuild
   check_runs(*plan);
   const Difference difference = structural_difference(*plan_, *plan);
   if (!difference) {
@@ -133,6 +143,7 @@ UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
 }
 
 UpdateResult ExecutableImpl::update_values_from(NewValues values, const UpdateOptions& options) {
+  ++frame_epoch_;  // as in update_from
   const auto top = commands_with_new_values(current_values(), *values.plan);
   // An unchanged command was checked with these values already: a frame costs what changed.
   if (top && values.body_commands_changed == 0) {

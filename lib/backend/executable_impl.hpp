@@ -9,6 +9,7 @@
 #include "plan/new_values.hpp"
 #include "plan/plan.hpp"
 
+#include <cmdgraph/detail/frame_slot.hpp>
 #include <cmdgraph/executable.hpp>
 #include <cmdgraph/fence.hpp>
 
@@ -27,13 +28,24 @@ namespace cmdgraph::detail {
 class EventState;
 class QueueState;
 
+/// What a frame write teaches a writer's slot (FrameSlotBase::learn): the frame's words and
+/// key, and where the slot's offsets go.
+struct SlotLesson {
+  FrameSlotBase& slot;
+  std::span<std::uint32_t> offsets;
+  const FrameWords& frame;
+  std::uint64_t key;
+};
+
 /// Where an open update frame writes kernel arguments with no check but the frame's
 /// (ExecutableImpl::frame_writes): a backend's update-free kernels, in its own values.
 class FrameWrites {
  public:
-  /// Writes `arguments` as root command `c`'s, as ExecutableImpl::write_arguments does; false,
-  /// with nothing written, when they take its path instead.
-  virtual bool frame_write(std::uint32_t c, const KernelArguments& arguments) = 0;
+  /// Writes `arguments` as root command `c`'s, as ExecutableImpl::write_arguments does, and
+  /// teaches `lesson`'s slot (when given) where they went; false, with nothing written or
+  /// taught, when they take write_arguments' path instead.
+  virtual bool frame_write(std::uint32_t c, const KernelArguments& arguments,
+                           const SlotLesson* lesson) = 0;
 
  protected:
   ~FrameWrites() = default;
@@ -166,12 +178,17 @@ class ExecutableImpl {
   void open_frame();
   void close_frame() noexcept;
   /// Within a frame the calling thread holds: writes `arguments` as kernel command `c`'s
-  /// through frame_writes(), with no other check; false when not so held, or when they take
-  /// write_arguments' path. Inline: every write of a frame comes here.
-  bool write_in_frame(std::uint32_t c, const KernelArguments& arguments) {
+  /// through frame_writes(), with no other check, and teaches `slot` where they went, so that
+  /// its writer writes there itself until they move; false when not so held, or when they
+  /// take write_arguments' path.
+  bool write_in_frame(std::uint32_t c, const KernelArguments& arguments, FrameSlotBase& slot,
+                      std::span<std::uint32_t> offsets) {
     if (!frame_held_here()) return false;
     FrameWrites* writes = frame_writes_asked_ ? frame_writes_ : ask_frame_writes();
-    return writes && writes->frame_write(c, arguments);
+    if (!writes) return false;
+    const SlotLesson lesson{slot, offsets, frame_words_,
+                            frame_words_.key.load(std::memory_order_relaxed)};
+    return writes->frame_write(c, arguments, &lesson);
   }
 
   /// Events the plan's record commands record (bodies included).
@@ -195,6 +212,9 @@ class ExecutableImpl {
   /// asked once in a frame and again after each other update in it, which may replace what
   /// it writes into.
   virtual FrameWrites* frame_writes() { return nullptr; }
+  /// What frame_writes() writes into moved (a new copy of the values): writers' slots must
+  /// learn again.
+  void frame_values_moved() noexcept { ++frame_epoch_; }
 
   void replace_plan(std::shared_ptr<const Plan> plan);
   /// The plan this backend built what it launches from: plan(), or the one before updates that
@@ -233,18 +253,26 @@ class ExecutableImpl {
   std::atomic<std::uint64_t> launch_count_{0};
   std::vector<std::shared_ptr<EventState>> recorded_events_;
   // Launches and clones in progress, or `updating` while an update runs, or `framed` while
-  // thread frame_owner_ holds an update frame open.
+  // thread frame_words_.owner holds an update frame open.
   static constexpr int updating = -1, framed = -2;
   bool frame_held_here() const noexcept {
     // The acquire makes the owner written before `framed` visible; another thread's frame is
     // not this one's, and the exchange that follows refuses it.
     return users_.load(std::memory_order_acquire) == framed &&
-           frame_owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+           frame_words_.owner.load(std::memory_order_relaxed) == std::this_thread::get_id();
   }
   FrameWrites* ask_frame_writes();
+  /// Another update: what a frame writes into may move, so frame_writes() is asked again
+  /// (and says whether it did), and writers' slots wait for it.
+  void forget_frame_writes() noexcept;
   [[noreturn]] void refuse_update_while(int users) const;
   mutable std::atomic<int> users_{0};
-  std::atomic<std::thread::id> frame_owner_{};  // written before users_ becomes `framed`
+  // The owner is written before users_ becomes `framed`; the key is the epoch while a frame's
+  // writes go to frame_writes_ (asked), else 0.
+  FrameWords frame_words_;
+  // Changes when what frame writes go into moved (frame_values_moved) and with every update
+  // by a re-recorded buffer.
+  std::uint64_t frame_epoch_ = 1;
   FrameWrites* frame_writes_ = nullptr;  // frame_writes() as asked last, while framed
   bool frame_writes_asked_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -111,7 +111,9 @@ std::uint64_t transient_owner(std::uintptr_t word) {
 }
 
 bool any_live_transients() noexcept {
-  return registry().count.load(std::memory_order_acquire) != 0;
+  return live_transient_count().load(std::memory_order_acquire) != 0;
 }
+
+const std::atomic<std::size_t>& live_transient_count() noexcept { return registry().count; }
 
 }  // namespace cmdgraph::detail

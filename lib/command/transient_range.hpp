@@ -3,6 +3,7 @@
 // transient really is. Each range is reserved address space no real allocation can share.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -61,5 +62,7 @@ void for_each_word(const void* data, std::size_t bytes, Visit&& visit) {
 std::uint64_t transient_owner(std::uintptr_t word);
 /// False while no range lives: argument scans can be skipped.
 bool any_live_transients() noexcept;
+/// How many ranges live, for a check made without a call (FrameWords::live_transients).
+const std::atomic<std::size_t>& live_transient_count() noexcept;
 
 }  // namespace cmdgraph::detail

@@ -171,9 +171,10 @@ namespace detail {
 
 void close_update_frame(ExecutableImpl& exe) noexcept { exe.close_frame(); }
 
-void write_arguments(ExecutableImpl& exe, CommandRef command, const KernelArguments& arguments) {
+void write_arguments(ExecutableImpl& exe, CommandRef command, const KernelArguments& arguments,
+                     FrameSlotBase& slot, std::span<std::uint32_t> offsets) {
   const bool known = knows(exe, command);
-  if (known && exe.write_in_frame(command.index, arguments)) return;
+  if (known && exe.write_in_frame(command.index, arguments, slot, offsets)) return;
   {
     const ExecutableImpl::Updating updating(exe);
     if (known && exe.write_arguments(command.index, arguments)) return;

@@ -9,8 +9,10 @@
 
 #include <doctest/doctest.h>
 
+#include <future>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -252,5 +254,82 @@ TEST_CASE("cuda.update_free.frames_that_mix_updates_and_rebuild" * doctest::time
     CHECK(read_ints(row) == want);
     CHECK(exe.stats().commands_update_free ==
           (backend == Backend::cuda_graph ? std::size_t{kernels + 1} : 0));
+  }
+}
+
+TEST_CASE("cuda.update_free.writers_that_write_by_themselves_stay_checked" *
+          doctest::timeout(300)) {
+  // A writer that wrote in a frame writes its next values there by itself, with no call into
+  // the library, until they move: across frames and launches its values still reach the
+  // device, and it still sees transient memory born in the frame, another thread's frame, and
+  // a re-recorded buffer that replaces its command.
+  const Device gpu = Device::cuda(0);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    Buffer<int> row(gpu, 2);
+    poison(row);
+    CommandBuffer cmd("frame");
+    const std::vector<Put> puts = record_puts(cmd, row.data(), 2, -2);
+    Executable exe = compile(cmd, gpu, {.backend = backend});
+    ArgumentWriter<int*, int, int> first = exe.arguments(puts[0]);
+    const ArgumentWriter<int*, int, int> second = exe.arguments(puts[1]);
+    Queue q(gpu);
+    for (int f = 1; f <= 3; ++f) {
+      {
+        UpdateFrame held = exe.update_frame();
+        first.set(row.data(), 10 * f, 0);
+        first.set(row.data(), 10 * f + 1, 0);
+        second.set(row.data(), 10 * f + 2, 1);
+      }
+      exe.launch(q).wait();
+      CHECK(read_ints(row) == std::vector<int>{10 * f + 1, 10 * f + 2});
+    }
+    {
+      UpdateFrame held = exe.update_frame();
+      first.set(row.data(), 40, 0);
+      first.set(row.data(), 41, 0);
+      {
+        CommandBuffer other("other");
+        const Transient<int> t = other.alloc<int>(4);
+        const auto e = CMDGRAPH_EXPECT_ERROR(first.set(t.data(), 42, 0), errc::foreign_handle);
+        REQUIRE(e);
+        CHECK(std::string(e->what()).find("of another command buffer") !=
+              std::string::npos);
+      }
+      first.set(row.data(), 43, 0);
+    }
+    exe.launch(q).wait();
+    CHECK(read_ints(row) == std::vector<int>{43, 32});
+    {
+      // This thread's writer, taught in its own frame, tried while another thread holds one.
+      { UpdateFrame held = exe.update_frame(); first.set(row.data(), 50, 0); }
+      std::promise<void> opened, tried;
+      std::thread other([&] {
+        UpdateFrame held = exe.update_frame();
+        ArgumentWriter<int*, int, int> mine = first;  // taught in the first thread's frame
+        mine.set(row.data(), 51, 0);
+        mine.set(row.data(), 52, 0);
+        opened.set_value();
+        tried.get_future().wait();
+      });
+      opened.get_future().wait();
+      const auto e = CMDGRAPH_EXPECT_ERROR(first.set(row.data(), 53, 0), errc::concurrent_use);
+      tried.set_value();
+      other.join();
+      REQUIRE(e);
+      CHECK(std::string(e->what()).find("holds an update frame") != std::string::npos);
+    }
+    exe.launch(q).wait();
+    CHECK(read_ints(row) == std::vector<int>{52, 32});
+    {
+      UpdateFrame held = exe.update_frame();
+      first.set(row.data(), 60, 0);
+      first.set(row.data(), 61, 0);
+      CommandBuffer again("frame");
+      record_puts(again, row.data(), 2, -3);
+      CHECK_FALSE(exe.update(again).reinstantiated);
+      CMDGRAPH_EXPECT_ERROR(first.set(row.data(), 62, 0), errc::foreign_handle);
+    }
+    exe.launch(q).wait();
+    CHECK(read_ints(row) == std::vector<int>{-3, -3});
   }
 }

@@ -92,8 +92,21 @@ bool DeviceArguments::stage(std::uint32_t c, const ArgumentStore& values) {
   return true;
 }
 
+void DeviceArguments::teach(std::uint32_t c, ArgumentStore& values,
+                            const SlotLesson& lesson) noexcept {
+  const std::uint32_t place = place_[c];
+  const ArgumentStore::Slot first = values_[place].first;
+  auto* base = static_cast<std::byte*>(values.data(first));
+  for (std::size_t i = 0; i < lesson.offsets.size(); ++i) {
+    const ArgumentStore::Slot slot = first + static_cast<ArgumentStore::Slot>(i);
+    const auto* at = static_cast<const std::byte*>(values.data(slot));
+    lesson.offsets[i] = static_cast<std::uint32_t>(at - base);
+  }
+  lesson.slot.learn(lesson.frame, lesson.key, base, generations_, changed_at_[place]);
+}
+
 const cuda::ArgumentBlock* DeviceArguments::newest() const noexcept {
-  return published_ == 0 ? nullptr : block_at(newest_);
+  return generations_.published == 0 ? nullptr : block_at(newest_);
 }
 
 std::size_t DeviceArguments::free_block() {
@@ -126,19 +139,19 @@ const cuda::ArgumentBlock* DeviceArguments::publish(const ArgumentStore& values)
     const Values& v = values_[place];
     copy_bytes(bytes + v.data_at, store + v.store_at, v.bytes);
   }
-  blocks_[b].generation = staged_;
-  withdrawn_published_ = std::exchange(published_, staged_);
+  blocks_[b].generation = generations_.staged;
+  withdrawn_published_ = std::exchange(generations_.published, generations_.staged);
   withdrawn_newest_ = std::exchange(newest_, b);
   // The device reads the block once the launch that follows is enqueued; the generation is
   // written last, a release (not a fence: ThreadSanitizer cannot model fences).
-  std::atomic_ref<unsigned long long>(head->generation).store(staged_,
+  std::atomic_ref<unsigned long long>(head->generation).store(generations_.staged,
                                                               std::memory_order_release);
   return head;
 }
 
 void DeviceArguments::withdraw() noexcept {
   blocks_[newest_].generation = 0;  // written again in full when next taken
-  published_ = withdrawn_published_;
+  generations_.published = withdrawn_published_;
   newest_ = withdrawn_newest_;
 }
 

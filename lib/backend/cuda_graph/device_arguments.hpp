@@ -4,6 +4,7 @@
 // of that launch sets each changed parameter on its device-updatable node (cuda/dispatch.hpp).
 #pragma once
 
+#include "backend/executable_impl.hpp"
 #include "command/argument_store.hpp"
 #include "cuda/dispatch.hpp"
 #include "cuda/graph_ops.hpp"
@@ -54,8 +55,12 @@ class DeviceArguments {
     }
     mark_changed(place);
   }
+  /// Teaches `lesson`'s slot where root command `c`'s arguments lie in `values`, so that its
+  /// writer writes them and marks them changed itself, as write() does. \pre holds(c), and
+  /// the slot's offsets are as many as `c`'s kernel has parameters.
+  void teach(std::uint32_t c, ArgumentStore& values, const SlotLesson& lesson) noexcept;
   /// Whether updates staged values that no launch has handed to the device yet.
-  bool pending() const noexcept { return staged_ != published_; }
+  bool pending() const noexcept { return generations_.staged != generations_.published; }
   /// Writes every value of `values` staged since a free block was last written into it, and
   /// returns that block: the one appliers read from now on. A block is free once it is not
   /// the newest and an applier has applied a newer one (launches of one executable run one
@@ -99,10 +104,7 @@ class DeviceArguments {
     return static_cast<cuda::ArgumentBlock*>(blocks_[b].memory.get());
   }
   std::size_t free_block();
-  void mark_changed(std::uint32_t place) noexcept {
-    if (staged_ == published_) staged_ = published_ + 1;
-    changed_at_[place] = staged_;
-  }
+  void mark_changed(std::uint32_t place) noexcept { changed_at_[place] = generations_.stage(); }
 
   std::vector<std::uint32_t> place_;     // per root command
   std::vector<std::uint32_t> commands_;  // per place: its root command
@@ -115,11 +117,11 @@ class DeviceArguments {
   std::vector<cuda::ArgumentEntry> runs_;
   std::size_t changed_at_offset_ = 0;  // in a block
   std::size_t block_bytes_ = 0;
-  unsigned long long staged_ = 0;     // the generation staged values belong to
-  unsigned long long published_ = 0;  // the newest block's
+  Generations generations_;  // staged values' and the newest block's
   std::vector<Block> blocks_;
-  std::size_t newest_ = 0;  // blocks_[newest_], once published_ > 0
-  unsigned long long withdrawn_published_ = 0;  // published_ and newest_ before publish()
+  std::size_t newest_ = 0;  // blocks_[newest_], once a block is published
+  unsigned long long withdrawn_published_ = 0;  // the published generation and newest_
+                                                 // before publish()
   std::size_t withdrawn_newest_ = 0;
   std::shared_ptr<unsigned long long> seen_;
 };

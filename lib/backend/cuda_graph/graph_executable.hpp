@@ -39,7 +39,8 @@ class GraphExecutable final : public CudaExecutable, private FrameWrites {
 
   void apply_update(std::uint32_t c) override;
   bool write_arguments(std::uint32_t c, const KernelArguments& arguments) override;
-  bool frame_write(std::uint32_t c, const KernelArguments& arguments) override;
+  bool frame_write(std::uint32_t c, const KernelArguments& arguments,
+                   const SlotLesson* lesson) override;
   void* device_graph(const std::shared_ptr<QueueState>& queue) override;
 
  protected:

@@ -24,19 +24,27 @@ void GraphExecutable::apply_update(std::uint32_t c) {
 bool GraphExecutable::write_arguments(std::uint32_t c, const KernelArguments& arguments) {
   // Outside a frame: the store taken for writing each time (update()'s path, where the write
   // is refused, takes it as well).
-  return frame_writes() && frame_write(c, arguments);
+  return frame_writes() && frame_write(c, arguments, nullptr);
 }
 
 FrameWrites* GraphExecutable::frame_writes() {
   if (!arguments_) return nullptr;
-  frame_store_ = &args_.writable();  // nothing else updates or launches until asked again
+  ArgumentStore* store = &args_.writable();  // nothing else updates or launches until asked
+  if (store != frame_store_) {               // again; a copy of the values is made while the
+    frame_store_ = store;                    // last lives, so a new one is never at its address
+    frame_values_moved();
+  }
   return this;
 }
 
-bool GraphExecutable::frame_write(std::uint32_t c, const KernelArguments& arguments) {
+bool GraphExecutable::frame_write(std::uint32_t c, const KernelArguments& arguments,
+                                  const SlotLesson* lesson) {
   // Values reaching transient memory are checked and rebound on update()'s path.
   if (!arguments_->holds(c) || any_live_transients()) return false;
   arguments_->write(c, *frame_store_, arguments);
+  if (lesson && lesson->offsets.size() == arguments.count) {
+    arguments_->teach(c, *frame_store_, *lesson);
+  }
   return true;
 }
 
