@@ -30,9 +30,9 @@ bool GraphExecutable::write_arguments(std::uint32_t c, const KernelArguments& ar
 FrameWrites* GraphExecutable::frame_writes() {
   if (!arguments_) return nullptr;
   ArgumentStore* store = &args_.writable();  // nothing else updates or launches until asked
-  if (store != frame_store_) {               // again; a copy of the values is made while the
-    frame_store_ = store;                    // last lives, so a new one is never at its address
-    frame_values_moved();
+  if (store != frame_store_) {               // again; copied (a launch holds the last): the
+    frame_store_ = store;                    // copy is made while the last lives, so it is
+    frame_values_moved();                    // never at its address
   }
   return this;
 }
