@@ -73,7 +73,7 @@ void by_handle() {
   // alone and the launch that hands them over.
   struct Way {
     std::vector<double> frame, writes, handing;
-  } plain, framed;
+  } plain, framed, again;
   bool correct = true;
   int frame = 0;
   auto write_frame = [&](Way& way, bool in_frame) {
@@ -92,6 +92,7 @@ void by_handle() {
   for (int t = 1; t <= trials; ++t) {
     write_frame(t % 2 ? plain : framed, t % 2 == 0);  // taking turns at going first
     write_frame(t % 2 ? framed : plain, t % 2 == 1);
+    write_frame(again, true);  // a frame right after a frame: a loop of frames and launches
     ++frame;
     by_handle.push_back(bench::host_us([&] {
       for (int i = 0; i < n; ++i) exe.update(kernels[std::size_t(i)], i, value_of(i, frame), ptr);
@@ -114,7 +115,8 @@ void by_handle() {
   }
   const double alone = bench::median(launch_alone);
   for (const auto& [way, name] : {std::pair{&plain, "1,000 new arguments written + launch"},
-                                  std::pair{&framed, "the same in an update frame"}}) {
+                                  std::pair{&framed, "the same in an update frame"},
+                                  std::pair{&again, "the same, the frame after a frame"}}) {
     const double mine = bench::median(way->frame);
     bench::row(std::string(name) + ", vs SetParams", bench::median(raw), mine, "us", "");
     std::printf("%-52s %12.2f %12.2f %-5s %+8.2f   <= 20 us beyond the launch; %s\n",

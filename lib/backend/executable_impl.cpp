@@ -84,12 +84,11 @@ ExecutableImpl::Updating::Updating(ExecutableImpl& exe) : exe_(exe) {
     if (!exe_.users_.compare_exchange_strong(idle, updating)) exe_.refuse_update_while(idle);
     held_ = true;
   }
-  exe_.forget_frame_writes();  // this update may replace what they write into
+  exe_.forget_frame_writes();  // this update may move what they write into: asked again
 }
 
 void ExecutableImpl::forget_frame_writes() noexcept {
   frame_writes_asked_ = false;
-  ++frame_epoch_;
   frame_words_.key.store(0, std::memory_order_relaxed);
 }
 
@@ -128,6 +127,7 @@ void ExecutableImpl::close_frame() noexcept {
 
 UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
                                          const UpdateOptions& options) {
+  ++frame_epoch_;  // writers' handles may name none of its commands; it may rebuild
   check_runs(*plan);
   const Difference difference = structural_difference(*plan_, *plan);
   if (!difference) {
@@ -143,6 +143,7 @@ UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
 }
 
 UpdateResult ExecutableImpl::update_values_from(NewValues values, const UpdateOptions& options) {
+  ++frame_epoch_;  // as in update_from
   const auto top = commands_with_new_values(current_values(), *values.plan);
   // An unchanged command was checked with these values already: a frame costs what changed.
   if (top && values.body_commands_changed == 0) {

@@ -262,16 +262,16 @@ class ExecutableImpl {
            frame_words_.owner.load(std::memory_order_relaxed) == std::this_thread::get_id();
   }
   FrameWrites* ask_frame_writes();
-  /// Another update (it may replace what a frame writes into, or the plan writers' handles
-  /// name): frame_writes() is asked again, and writers' slots learn again.
+  /// Another update: what a frame writes into may move, so frame_writes() is asked again
+  /// (and says whether it did), and writers' slots wait for it.
   void forget_frame_writes() noexcept;
   [[noreturn]] void refuse_update_while(int users) const;
   mutable std::atomic<int> users_{0};
   // The owner is written before users_ becomes `framed`; the key is the epoch while a frame's
   // writes go to frame_writes_ (asked), else 0.
   FrameWords frame_words_;
-  // Changes with every update (which may replace what frame writes go into) and when
-  // frame_writes() finds the values copied since it was last asked (frame_values_moved).
+  // Changes when what frame writes go into moved (frame_values_moved) and with every update
+  // by a re-recorded buffer.
   std::uint64_t frame_epoch_ = 1;
   FrameWrites* frame_writes_ = nullptr;  // frame_writes() as asked last, while framed
   bool frame_writes_asked_ = false;

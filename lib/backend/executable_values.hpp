@@ -6,6 +6,8 @@
 
 #include "command/argument_store.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 
 namespace cmdgraph::detail {
@@ -27,15 +29,21 @@ class ExecutableValues {
     if (!own_ || current_.use_count() > 1) {
       auto copy = std::make_unique<ArgumentStore>(*current_);
       own_ = copy.get();
+      own_id_ = next_copy_id.fetch_add(1, std::memory_order_relaxed);
       current_ = std::shared_ptr<ArgumentStore>(copy.release(),
                                                 [keep = keep_](ArgumentStore* s) { delete s; });
     }
     return *own_;
   }
+  /// Names the copy writable() returned last, never another, in this process: a copy may be
+  /// made at a freed one's address, so an address does not tell them apart.
+  std::uint64_t own_id() const noexcept { return own_id_; }
 
  private:
+  static inline std::atomic<std::uint64_t> next_copy_id{1};
   std::shared_ptr<const ArgumentStore> current_;
   ArgumentStore* own_ = nullptr;  // current_, when it is this executable's own copy
+  std::uint64_t own_id_ = 0;      // 0: none made
   std::shared_ptr<void> keep_;
 };
 

@@ -323,6 +323,40 @@ TEST_CASE("cuda.update_free.writers_that_write_by_themselves_stay_checked" *
     exe.launch(q).wait();
     CHECK(read_ints(row) == std::vector<int>{52, 32});
     {
+      // Updates by handle, between frames and inside one, leave the writers' slots open; the
+      // values copied (a clone held them) close them, also when a copy lies where a freed one
+      // lay (the clones below leave their copies for the next to take their place).
+      {
+        UpdateFrame held = exe.update_frame();
+        first.set(row.data(), 70, 0);
+        second.set(row.data(), 71, 1);
+      }
+      for (int round = 0; round < 4; ++round) {
+        const Executable twin = exe.clone();
+        exe.update(puts[0], row.data(), 72 + round, 0);  // copies what the twin holds
+      }
+      {
+        UpdateFrame held = exe.update_frame();
+        first.set(row.data(), 80, 0);
+        second.set(row.data(), 81, 1);  // taught before the copies: learns where they are
+        exe.update(puts[0], row.data(), 82, 0);
+        first.set(row.data(), 83, 0);
+        second.set(row.data(), 84, 1);
+      }
+      exe.launch(q).wait();
+      CHECK(read_ints(row) == std::vector<int>{83, 84});
+      Executable twin = exe.clone();
+      {
+        UpdateFrame held = exe.update_frame();
+        first.set(row.data(), 90, 0);
+        second.set(row.data(), 91, 1);
+      }
+      exe.launch(q).wait();
+      CHECK(read_ints(row) == std::vector<int>{90, 91});
+      twin.launch(q).wait();
+      CHECK(read_ints(row) == std::vector<int>{83, 84});
+    }
+    {
       UpdateFrame held = exe.update_frame();
       first.set(row.data(), 60, 0);
       first.set(row.data(), 61, 0);

@@ -8,7 +8,8 @@
 // again at once):
 //   floor:   the frame's values converted and copied into an array by a plain loop;
 //   convert: the conversion set() makes (detail::ConvertedArguments), to a sink;
-//   set:     ArgumentWriter::set outside a frame, and inside an UpdateFrame;
+//   set:     ArgumentWriter::set outside a frame, inside an UpdateFrame, and inside one that
+//            follows an update by handle (of one kernel, outside the frame);
 //   hand:    the launch that hands the frame to the device right after the writes, less a
 //            launch with nothing new (both columns after the writes).
 #include <cmdgraph/cmdgraph.hpp>
@@ -94,6 +95,7 @@ int main() {
 
   Row floor{"floor: convert + copy into an array"}, convert{"convert alone"},
       plain{"set(), no frame"}, framed{"set() in an update frame"},
+      after_update{"set() in a frame after an update by handle"},
       hand{"launch handing them over - launch alone"};
   auto measure = [&](Row& row, const auto& part) {
     pollute();
@@ -118,12 +120,13 @@ int main() {
         }
       });
     });
-    for (Row* row : {&plain, &framed}) {
+    for (Row* row : {&plain, &framed, &after_update}) {
       measure(*row, [&] {
         ++frame;
+        if (row == &after_update) exe.update(kernels[0], 0, 1000 * frame, out);
         const double ns = ns_per_kernel([&] {
           std::optional<UpdateFrame> held;
-          if (row == &framed) held = exe.update_frame();
+          if (row != &plain) held = exe.update_frame();
           for (int i = 0; i < n; ++i) writers[i].set(i, 1000 * frame + i, out);
         });
         exe.launch(q).wait();
@@ -151,7 +154,7 @@ int main() {
   std::printf("%d update-free kernels of (int, int, int*), ns per kernel, medians of %d\n", n,
               trials);
   std::printf("%-44s %8s %8s\n", "part", "cold", "warm");
-  for (const Row* row : {&floor, &convert, &plain, &framed, &hand}) {
+  for (const Row* row : {&floor, &convert, &plain, &framed, &after_update, &hand}) {
     std::printf("%-44s %8.2f %8.2f\n", row->name, median(row->cold), median(row->warm));
   }
   CHECK(cudaFree(out));

@@ -28,8 +28,8 @@ struct Generations {
 /// What a FrameSlot checks before each write, kept by the executable.
 struct FrameWords {
   /// Non-zero while a frame is open and its writes go straight into the update-free values:
-  /// then it names where they are, and changes when they may have moved (any other update, a
-  /// new copy of the values).
+  /// then it names where they are, and changes when they may have moved (a new copy of the
+  /// values, an update by a re-recorded buffer).
   std::atomic<std::uint64_t> key{0};
   /// The thread holding an update frame open (none: no frame).
   std::atomic<std::thread::id> owner{};

@@ -108,6 +108,7 @@ class GraphExecutable final : public CudaExecutable, private FrameWrites {
   // The update-free kernels' arguments on their way to the device (null without any).
   std::shared_ptr<DeviceArguments> arguments_;
   ArgumentStore* frame_store_ = nullptr;  // args_, taken for writing when a frame asked
+  std::uint64_t frame_store_id_ = 0;      // and which copy it was (ExecutableValues::own_id)
   Instance current_;
   std::unique_ptr<Instance> plain_;  // event mode, one launch in N: the launches not profiled
   cuda::Event switched_;  // orders launches of two instances (plain_'s, learning's) across queues

@@ -29,10 +29,10 @@ bool GraphExecutable::write_arguments(std::uint32_t c, const KernelArguments& ar
 
 FrameWrites* GraphExecutable::frame_writes() {
   if (!arguments_) return nullptr;
-  ArgumentStore* store = &args_.writable();  // nothing else updates or launches until asked
-  if (store != frame_store_) {               // again; copied (a launch holds the last): the
-    frame_store_ = store;                    // copy is made while the last lives, so it is
-    frame_values_moved();                    // never at its address
+  frame_store_ = &args_.writable();  // nothing else updates or launches until asked again
+  if (args_.own_id() != frame_store_id_) {
+    frame_store_id_ = args_.own_id();
+    frame_values_moved();
   }
   return this;
 }
