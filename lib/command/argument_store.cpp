@@ -38,21 +38,8 @@ void ArgumentStore::reserve_like(const ArgumentStore& other) {
   reserve(other.used_);
 }
 
-ArgumentStore::Slot ArgumentStore::add(const KernelParam& param) {
-  if (param.align > block_align) {
-    throw Error(errc::invalid_argument, "argument alignment above 64 bytes is not supported");
-  }
-  const std::size_t align = std::max<std::size_t>(param.align, 1);
-  const std::size_t offset = (used_ + align - 1) / align * align;
-  reserve(offset + param.size);
-  // Zeros between values: stores laid out alike hold the same bytes wherever their values do
-  // (same_bytes compares them as one range).
-  if (offset > used_) std::memset(bytes_.get() + used_, 0, offset - used_);
-  if (param.size) std::memcpy(bytes_.get() + offset, param.value, param.size);
-  if (param.clear_padding) param.clear_padding(bytes_.get() + offset);
-  used_ = offset + param.size;
-  slots_.push_back({static_cast<std::uint32_t>(offset), param.size});
-  return static_cast<Slot>(slots_.size() - 1);
+void ArgumentStore::refuse_alignment() {
+  throw Error(errc::invalid_argument, "argument alignment above 64 bytes is not supported");
 }
 
 void ArgumentStore::truncate(std::size_t count) noexcept {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -23,8 +24,24 @@ class ArgumentStore {
   ArgumentStore(ArgumentStore&&) noexcept = default;
   ArgumentStore& operator=(ArgumentStore&&) noexcept = default;
 
-  /// Copies `param` in; returns its slot.
-  Slot add(const KernelParam& param);
+  /// Copies `param` in; returns its slot. Inline: recording a kernel adds a few small values,
+  /// and a call and a division each cost more than the copy.
+  Slot add(const KernelParam& param) {
+    const std::size_t align = param.align ? param.align : 1;  // an alignof: a power of two
+    if (align > block_align) refuse_alignment();
+    const std::size_t offset = (used_ + align - 1) & ~(align - 1);
+    const std::size_t end = offset + param.size;
+    if (end > capacity_ || capacity_ == 0) reserve(end ? end : 1);  // never at a null block
+    std::byte* at = bytes_.get() + offset;
+    // Zeros between values: stores laid out alike hold the same bytes wherever their values
+    // do (same_bytes compares them as one range).
+    for (std::size_t b = used_; b < offset; ++b) bytes_[b] = std::byte{0};
+    copy_value(at, param.value, param.size);
+    if (param.clear_padding) param.clear_padding(at);
+    slots_.push_back({static_cast<std::uint32_t>(offset), param.size});
+    used_ = end;
+    return static_cast<Slot>(slots_.size() - 1);
+  }
   /// Copies a trivially copyable value in; returns its slot.
   template <class T>
   Slot add_value(const T& value) {
@@ -65,6 +82,17 @@ class ArgumentStore {
     std::uint32_t size;
   };
   void reserve(std::size_t bytes);
+  [[noreturn]] static void refuse_alignment();
+  // A copy of a size the compiler knows for the sizes arguments mostly have.
+  static void copy_value(std::byte* to, const void* from, std::size_t size) noexcept {
+    switch (size) {
+      case 4: std::memcpy(to, from, 4); break;
+      case 8: std::memcpy(to, from, 8); break;
+      case 16: std::memcpy(to, from, 16); break;
+      case 32: std::memcpy(to, from, 32); break;  // a LaunchConfig
+      default: if (size) std::memcpy(to, from, size);
+    }
+  }
 
   std::unique_ptr<std::byte[], AlignedDelete> bytes_;
   std::size_t capacity_ = 0;
