@@ -33,9 +33,9 @@ void ArgumentStore::reserve(std::size_t bytes) {
   capacity_ = capacity;
 }
 
-void ArgumentStore::reserve_like(const ArgumentStore& other) {
-  slots_.reserve(other.slots_.size());
-  reserve(other.used_);
+void ArgumentStore::reserve(std::size_t slots, std::size_t bytes) {
+  slots_.reserve(slots);
+  reserve(bytes);
 }
 
 void ArgumentStore::refuse_alignment() {

@@ -60,7 +60,7 @@ class ArgumentStore {
   bool same_bytes(const ArgumentStore& other, Slot first, Slot end) const noexcept;
   /// Room for `slots` values of `bytes` in all, so a store filled again as the last one was
   /// (a frame recorded anew) grows no more.
-  void reserve_like(const ArgumentStore& other);
+  void reserve(std::size_t slots, std::size_t bytes);
   /// Drops every slot from `count` on (what a command refused as it was recorded stored).
   void truncate(std::size_t count) noexcept;
 

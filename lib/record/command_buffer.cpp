@@ -9,7 +9,10 @@
 #include <cmdgraph/config.hpp>
 #include <cmdgraph/error.hpp>
 
+#include <array>
+#include <functional>
 #include <source_location>
+#include <string>
 
 #if CMDGRAPH_HAVE_NCCL
 #include "collective/communicator_state.hpp"
@@ -30,10 +33,39 @@ void require(const Recording& rec, CommandKind kind, const std::string& problem)
   if (!problem.empty()) reject(rec, kind, problem);
 }
 
+// What the buffers destroyed last on this thread held, by the hash of their names: a buffer
+// made anew each frame under the same name starts with room for the last frame (as reset()
+// gives), and grows nothing while it records. A few names, so a thread that records several
+// passes keeps each one's.
+struct HeldBefore {
+  std::size_t name_hash = 0;
+  detail::RecordingSizes sizes;
+};
+thread_local std::array<HeldBefore, 8> held_before;
+thread_local std::size_t held_before_next = 0;
+
+void remember_sizes(const Recording& rec) noexcept {
+  const std::size_t hash = std::hash<std::string>{}(rec.name());
+  HeldBefore* slot = nullptr;
+  for (HeldBefore& h : held_before) {
+    if (h.name_hash == hash) slot = &h;
+  }
+  if (!slot) slot = &held_before[held_before_next++ % held_before.size()];
+  *slot = {hash, rec.sizes()};
+}
+
+void reserve_as_before(Recording& rec) {
+  const std::size_t hash = std::hash<std::string>{}(rec.name());
+  for (const HeldBefore& h : held_before) {
+    if (h.name_hash == hash) rec.reserve(h.sizes);
+  }
+}
+
 }  // namespace
 
 CommandBuffer::CommandBuffer(std::string name)
     : rec_(std::make_shared<Recording>(std::move(name))) {
+  reserve_as_before(*rec_);
   detail::register_recording(*rec_);
 }
 
@@ -41,14 +73,19 @@ CommandBuffer::CommandBuffer(CommandBuffer&& other) noexcept : rec_(std::move(ot
 
 CommandBuffer& CommandBuffer::operator=(CommandBuffer&& other) noexcept {
   if (this != &other) {
-    if (rec_) detail::unregister_recording(*rec_);
+    if (rec_) {
+      remember_sizes(*rec_);
+      detail::unregister_recording(*rec_);
+    }
     rec_ = std::move(other.rec_);
   }
   return *this;
 }
 
 CommandBuffer::~CommandBuffer() {
-  if (rec_) detail::unregister_recording(*rec_);
+  if (!rec_) return;
+  remember_sizes(*rec_);
+  detail::unregister_recording(*rec_);
 }
 
 namespace {
@@ -65,7 +102,7 @@ bool CommandBuffer::sealed() const { return open(rec_).sealed(); }
 void CommandBuffer::reset() {
   Recording& old = open(rec_);
   auto fresh = std::make_shared<Recording>(old.name());
-  fresh->reserve_like(old);            // the next frame is most likely the size of the last
+  fresh->reserve(old.sizes());         // the next frame is most likely the size of the last
   detail::register_recording(*fresh);  // may fail: then nothing changed
   detail::unregister_recording(old);
   rec_ = std::move(fresh);

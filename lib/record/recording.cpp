@@ -22,12 +22,17 @@ std::uint64_t joins_around(CommandKind kind) { return traits(kind).expands ? 2 :
 Recording::Recording(std::string name) : id_(next_recording_id++), name_(std::move(name)) {}
 Recording::~Recording() = default;
 
-void Recording::reserve_like(const Recording& previous) {
-  commands_.reserve(previous.commands_.size());
-  declared_.reserve(previous.declared_.size());
-  edges_.reserve(previous.edges_.size());
-  programmatic_edges_.reserve(previous.programmatic_edges_.size());
-  arguments_->reserve_like(*previous.arguments_);
+RecordingSizes Recording::sizes() const noexcept {
+  return {commands_.size(), declared_.size(), edges_.size(), programmatic_edges_.size(),
+          arguments_->slot_count(), arguments_->bytes_used()};
+}
+
+void Recording::reserve(const RecordingSizes& sizes) {
+  commands_.reserve(sizes.commands);
+  declared_.reserve(sizes.declared);
+  edges_.reserve(sizes.edges);
+  programmatic_edges_.reserve(sizes.programmatic_edges);
+  arguments_->reserve(sizes.slots, sizes.bytes);
 }
 
 void Recording::require_open(const char* action) const {

@@ -25,6 +25,12 @@
 
 namespace cmdgraph::detail {
 
+/// How much a recording holds.
+struct RecordingSizes {
+  std::size_t commands = 0, declared = 0, edges = 0, programmatic_edges = 0;
+  std::size_t slots = 0, bytes = 0;  // its values
+};
+
 class Recording {
  public:
   explicit Recording(std::string name);
@@ -44,9 +50,11 @@ class Recording {
     seal();
   }
 
-  /// Room for as many commands, edges, declarations and values as `previous` holds: a buffer
-  /// reset and recorded again, frame after frame, then grows nothing while it records.
-  void reserve_like(const Recording& previous);
+  /// How much it holds, for a recording of the same frame to reserve().
+  RecordingSizes sizes() const noexcept;
+  /// Room for as many commands, edges, declarations and values as `sizes` says: a buffer
+  /// recorded again, frame after frame, then grows nothing while it records.
+  void reserve(const RecordingSizes& sizes);
 
   /// Appends a command, after the last barrier if there is one. Throws when sealed, and
   /// Error(foreign_handle) naming it, with the values it stored dropped, when one of them

@@ -250,3 +250,29 @@ TEST_CASE("record.compile_twice.independent_executables" * doctest::timeout(10))
   q.wait();
   CHECK(runs == 2);
 }
+
+TEST_CASE("record.fresh_buffer.starts_with_room_of_the_last_of_its_name" * doctest::timeout(10)) {
+  // A frame recorded into a new buffer each time, under one name, grows nothing while it
+  // records after the first; a buffer of another name starts empty.
+  float y = 0;
+  auto room = [](const CommandBuffer& cmd) {
+    const detail::Recording& rec = *detail::recording_of(cmd);
+    return std::pair{rec.commands().capacity(), rec.edges().capacity()};
+  };
+  {
+    CommandBuffer frame("room.frame");
+    Command previous = frame.launch(&saxpy, LaunchConfig{{1}, {1}}, 1, 2.0f, &y, &y);
+    for (int i = 1; i < 300; ++i) {
+      previous = frame.launch(&saxpy, LaunchConfig{{1}, {1}}, i, 2.0f, &y, &y).after(previous);
+    }
+  }
+  CommandBuffer again("room.frame");
+  CHECK(room(again).first >= 300);
+  CHECK(room(again).second >= 299);
+  const CommandBuffer other("room.other");
+  CHECK(room(other) == std::pair<std::size_t, std::size_t>{0, 0});
+  CommandBuffer moved_over("room.moved");
+  for (int i = 0; i < 40; ++i) moved_over.host([] {});
+  moved_over = CommandBuffer("room.elsewhere");  // the old recording is given up here
+  CHECK(room(CommandBuffer("room.moved")).first >= 40);
+}
