@@ -85,9 +85,10 @@ class ArgumentWriter {
 /// the executable at the same time (an atomic exchange and a store); a set() of an update-free
 /// kernel then writes straight into the values the next launch hands to the device, and after
 /// a writer's first write, in this frame and later ones, with no call into the library, until
-/// an update by a re-recorded buffer or a clone() (a quarter of a set()'s host time outside a frame, as
-/// tools/probes/writer_cost.cu measures it). Until it is destroyed, launch() and clone() throw
-/// Error(concurrent_use), as do other threads' updates. It outlives its executable harmlessly.
+/// an update by a re-recorded buffer or a clone() (a quarter of a set()'s host time outside a
+/// frame, as tools/probes/writer_cost.cu measures it). Until it is destroyed, launch() and
+/// clone() throw Error(concurrent_use), as do other threads' updates. It outlives its
+/// executable harmlessly.
 /// Moved, it still holds the executable for the thread that opened it.
 class UpdateFrame {
  public:
