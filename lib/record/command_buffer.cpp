@@ -1,6 +1,7 @@
 // CommandBuffer: record-time validation of each command, then storage in the Recording.
 // Collectives of one communicator are chained in recording order as they are recorded.
 #include "record/recording.hpp"
+#include "record/sizes_before.hpp"
 #include "command/record_site.hpp"
 #include "command/value_rules.hpp"
 #include "sync/access.hpp"
@@ -9,10 +10,7 @@
 #include <cmdgraph/config.hpp>
 #include <cmdgraph/error.hpp>
 
-#include <array>
-#include <functional>
 #include <source_location>
-#include <string>
 
 #if CMDGRAPH_HAVE_NCCL
 #include "collective/communicator_state.hpp"
@@ -33,39 +31,11 @@ void require(const Recording& rec, CommandKind kind, const std::string& problem)
   if (!problem.empty()) reject(rec, kind, problem);
 }
 
-// What the buffers destroyed last on this thread held, by the hash of their names: a buffer
-// made anew each frame under the same name starts with room for the last frame (as reset()
-// gives), and grows nothing while it records. A few names, so a thread that records several
-// passes keeps each one's.
-struct HeldBefore {
-  std::size_t name_hash = 0;
-  detail::RecordingSizes sizes;
-};
-thread_local std::array<HeldBefore, 8> held_before;
-thread_local std::size_t held_before_next = 0;
-
-void remember_sizes(const Recording& rec) noexcept {
-  const std::size_t hash = std::hash<std::string>{}(rec.name());
-  HeldBefore* slot = nullptr;
-  for (HeldBefore& h : held_before) {
-    if (h.name_hash == hash) slot = &h;
-  }
-  if (!slot) slot = &held_before[held_before_next++ % held_before.size()];
-  *slot = {hash, rec.sizes()};
-}
-
-void reserve_as_before(Recording& rec) {
-  const std::size_t hash = std::hash<std::string>{}(rec.name());
-  for (const HeldBefore& h : held_before) {
-    if (h.name_hash == hash) rec.reserve(h.sizes);
-  }
-}
-
 }  // namespace
 
 CommandBuffer::CommandBuffer(std::string name)
     : rec_(std::make_shared<Recording>(std::move(name))) {
-  reserve_as_before(*rec_);
+  detail::reserve_as_before(*rec_);
   detail::register_recording(*rec_);
 }
 
@@ -74,7 +44,7 @@ CommandBuffer::CommandBuffer(CommandBuffer&& other) noexcept : rec_(std::move(ot
 CommandBuffer& CommandBuffer::operator=(CommandBuffer&& other) noexcept {
   if (this != &other) {
     if (rec_) {
-      remember_sizes(*rec_);
+      detail::remember_sizes(*rec_);
       detail::unregister_recording(*rec_);
     }
     rec_ = std::move(other.rec_);
@@ -84,7 +54,7 @@ CommandBuffer& CommandBuffer::operator=(CommandBuffer&& other) noexcept {
 
 CommandBuffer::~CommandBuffer() {
   if (!rec_) return;
-  remember_sizes(*rec_);
+  detail::remember_sizes(*rec_);
   detail::unregister_recording(*rec_);
 }
 
