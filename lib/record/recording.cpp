@@ -28,11 +28,14 @@ RecordingSizes Recording::sizes() const noexcept {
 }
 
 void Recording::reserve(const RecordingSizes& sizes) {
-  commands_.reserve(sizes.commands);
-  declared_.reserve(sizes.declared);
-  edges_.reserve(sizes.edges);
-  programmatic_edges_.reserve(sizes.programmatic_edges);
-  arguments_->reserve(sizes.slots, sizes.bytes);
+  // An eighth to spare: frames of structures that take turns differ by a few commands, and
+  // one past the room copies everything recorded so far.
+  auto room = [](std::size_t n) { return n + n / 8; };
+  commands_.reserve(room(sizes.commands));
+  declared_.reserve(room(sizes.declared));
+  edges_.reserve(room(sizes.edges));
+  programmatic_edges_.reserve(room(sizes.programmatic_edges));
+  arguments_->reserve(room(sizes.slots), room(sizes.bytes));
 }
 
 void Recording::require_open(const char* action) const {

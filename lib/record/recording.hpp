@@ -52,8 +52,9 @@ class Recording {
 
   /// How much it holds, for a recording of the same frame to reserve().
   RecordingSizes sizes() const noexcept;
-  /// Room for as many commands, edges, declarations and values as `sizes` says: a buffer
-  /// recorded again, frame after frame, then grows nothing while it records.
+  /// Room for as many commands, edges, declarations and values as `sizes` says, and an eighth
+  /// more: a buffer recorded again, frame after frame, then grows nothing while it records,
+  /// nor when this frame is a little larger than the last.
   void reserve(const RecordingSizes& sizes);
 
   /// Appends a command, after the last barrier if there is one. Throws when sealed, and

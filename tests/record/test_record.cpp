@@ -276,3 +276,30 @@ TEST_CASE("record.fresh_buffer.starts_with_room_of_the_last_of_its_name" * docte
   moved_over = CommandBuffer("room.elsewhere");  // the old recording is given up here
   CHECK(room(CommandBuffer("room.moved")).first >= 40);
 }
+
+TEST_CASE("record.fresh_buffer.a_frame_a_little_larger_grows_nothing" * doctest::timeout(10)) {
+  // Structures that take turns (a cache's frames) differ by a few commands: the room reserved
+  // for the next buffer of a name has some to spare, so a frame up to an eighth larger than the
+  // last records without growing (or copying) what it has recorded.
+  float y = 0;
+  auto record = [&](CommandBuffer& frame, Command previous, int from, int to) {
+    for (int i = from; i < to; ++i) {
+      previous = frame.launch(&saxpy, LaunchConfig{{1}, {1}}, i, 2.0f, &y, &y).after(previous);
+    }
+  };
+  auto held = [](const CommandBuffer& cmd) {
+    const detail::Recording& rec = *detail::recording_of(cmd);
+    return std::tuple{rec.commands().data(), rec.edges().data(), rec.arguments().data(0)};
+  };
+  for (const int n : {400, 410, 440, 449}) {
+    {
+      CommandBuffer last("room.cycling");
+      record(last, last.launch(&saxpy, LaunchConfig{{1}, {1}}, 0, 2.0f, &y, &y), 1, 400);
+    }
+    CommandBuffer frame("room.cycling");
+    const Command first = frame.launch(&saxpy, LaunchConfig{{1}, {1}}, 0, 2.0f, &y, &y);
+    const auto before = held(frame);
+    record(frame, first, 1, n);
+    CHECK_MESSAGE(held(frame) == before, n, " commands after 400 moved what was recorded");
+  }
+}
