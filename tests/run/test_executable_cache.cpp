@@ -193,6 +193,31 @@ TEST_CASE("cache.colliding_hashes_are_misses_not_wrong_hits" * doctest::timeout(
   }
 }
 
+TEST_CASE("cache.edges_in_another_order_or_twice_are_the_same_structure" * doctest::timeout(60)) {
+  // The structure hash reads edges as distinct_edges gives them: a frame whose edges were
+  // recorded in another order, or one of them twice, finds the executable; another edge misses.
+  ExecutableCache cache;
+  HostBuffer<int> cells(4);
+  Queue q(Device::host());
+  auto frame = [&](const std::vector<std::pair<int, int>>& edges) {
+    CommandBuffer cmd("frame");
+    std::vector<Command> fills;
+    for (std::size_t i = 0; i < 4; ++i) fills.push_back(cmd.fill(cells.subview(i, 1), 1, 1));
+    for (const auto& [parent, child] : edges) {
+      fills[static_cast<std::size_t>(child)].after(fills[static_cast<std::size_t>(parent)]);
+    }
+    auto exe = cache.acquire(cmd, Device::host());
+    exe->launch(q).wait();
+    return exe.hit();
+  };
+  CHECK_FALSE(frame({{0, 1}, {1, 2}, {2, 3}, {0, 3}}));
+  CHECK(frame({{0, 1}, {1, 2}, {2, 3}, {0, 3}}));
+  CHECK(frame({{2, 3}, {0, 3}, {1, 2}, {0, 1}}));
+  CHECK(frame({{0, 1}, {1, 2}, {1, 2}, {2, 3}, {0, 3}}));
+  CHECK_FALSE(frame({{0, 1}, {1, 2}, {2, 3}, {0, 2}}));
+  CHECK(cache.stats().collisions == 0);
+}
+
 TEST_CASE("cache.a_leased_executable_serves_one_user" * doctest::timeout(60)) {
   CMDGRAPH_EACH_BACKEND(on) {
     ExecutableCache cache;
