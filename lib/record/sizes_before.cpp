@@ -9,13 +9,15 @@
 namespace cmdgraph::detail {
 namespace {
 
-// By the hash of the name; a few names, so a thread that records several passes keeps each
-// one's. A collision costs room, never a result.
+// By the hash of the name; up to 64 names, so a thread that makes an engine's passes each
+// frame keeps each one's (with 8, the 8 passes and the primary of bench_frames' frame pushed
+// each other out in turn, and every pass grew as it recorded). A collision costs room, never a
+// result.
 struct HeldBefore {
   std::size_t name_hash = 0;
   RecordingSizes sizes;
 };
-thread_local std::array<HeldBefore, 8> held_before;
+thread_local std::array<HeldBefore, 64> held_before;
 thread_local std::size_t held_before_next = 0;
 
 }  // namespace

@@ -277,6 +277,28 @@ TEST_CASE("record.fresh_buffer.starts_with_room_of_the_last_of_its_name" * docte
   CHECK(room(CommandBuffer("room.moved")).first >= 40);
 }
 
+TEST_CASE("record.fresh_buffer.every_pass_of_a_frame_keeps_its_room" * doctest::timeout(10)) {
+  // An engine's frame is many passes, each a buffer of its own name made anew every frame on
+  // one thread (bench_frames' frame: 8 passes and a primary): each starts with the room
+  // its name held last frame, for as many names as a frame of 64 passes has.
+  float y = 0;
+  constexpr std::size_t passes = 64;
+  auto name = [](std::size_t p) { return "room.pass " + std::to_string(p); };
+  for (int frame = 0; frame < 3; ++frame) {
+    std::vector<CommandBuffer> pass;
+    for (std::size_t p = 0; p < passes; ++p) pass.emplace_back(name(p));
+    for (std::size_t p = 0; frame > 0 && p < passes; ++p) {
+      CHECK_MESSAGE(detail::recording_of(pass[p])->commands().capacity() >= 10 + p, name(p),
+                    " starts without its room");
+    }
+    for (std::size_t p = 0; p < passes; ++p) {
+      for (std::size_t i = 0; i < 10 + p; ++i) {
+        pass[p].launch(&saxpy, LaunchConfig{{1}, {1}}, static_cast<int>(i), 2.0f, &y, &y);
+      }
+    }
+  }
+}
+
 TEST_CASE("record.fresh_buffer.a_frame_a_little_larger_grows_nothing" * doctest::timeout(10)) {
   // Structures that take turns (a cache's frames) differ by a few commands: the room reserved
   // for the next buffer of a name has some to spare, so a frame up to an eighth larger than the
