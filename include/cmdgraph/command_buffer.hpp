@@ -59,8 +59,9 @@ class CommandBuffer : public ConditionalCalls<CommandBuffer>,  // loop_while, if
 {
  public:
   /// An empty recording named `name` (the name appears in errors and traces), with room for
-  /// as much as the last buffer of that name destroyed on this thread held: a frame recorded
-  /// anew into a new buffer each time grows nothing while it records, as after reset().
+  /// as much as the last buffer of that name destroyed on this thread held and an eighth more
+  /// (a thread remembers 64 names): a frame recorded anew into a new buffer each time grows
+  /// nothing while it records, as after reset(), nor when it is a little larger than the last.
   explicit CommandBuffer(std::string name = "commands");
   /// Moves the recording: handles stay valid and now belong to this buffer; the moved-from
   /// buffer holds nothing, and using it throws Error(invalid_handle).

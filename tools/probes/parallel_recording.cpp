@@ -1,8 +1,9 @@
 // parallel_recording: does recording scale over threads as the machine does? Each of K threads
 // (K = 1, 2, 4, 8) does the same job at once, and the slowest's time (and the wall time of all)
-// is printed against one thread doing it alone: arithmetic (the cores themselves: frequency, shared cores), writing
-// fresh memory (the memory system), and recording 1,000 kernels with an edge each into a buffer
-// of its own (cmdgraph). Medians of 21 rounds; threads are started once and released together.
+// is printed against one thread doing it alone: arithmetic (the cores themselves: frequency,
+// shared cores), writing fresh memory (the memory system), and recording 1,000 kernels with an
+// edge each into a buffer of its own (cmdgraph). Medians of 21 rounds; threads are started
+// once and released together by a barrier.
 // Build: g++ -std=c++20 -O2 -Iinclude -I<build>/include tools/probes/parallel_recording.cpp
 //        -L<build>/lib -lcmdgraph -Wl,-rpath,<build>/lib -pthread
 #include <cmdgraph/cmdgraph.hpp>
