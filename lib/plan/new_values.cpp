@@ -38,8 +38,8 @@ bool same_edges(const Recording& rec, const std::vector<Edge>& distinct) {
 // `before` touched none: nothing declared, no command's values imply access, and its bodies
 // are the plans `before` ran (whose access was part of before's). Then its access is before's,
 // and the hazard analysis would find what it found; a frame costs a look at each command, not
-// its access collected again (most of a values-only update's host time of plans that declare
-// none, bench_frames_host).
+// its access collected again (a fifth of a values-only update's instructions, for a plan that
+// declares none, in bench_frames_host).
 bool touches_nothing(const Plan& plan, const Recording& rec, const Plan& before, bool kept) {
   if (!before.access.empty() || !rec.declared().empty() || !kept) return false;
   std::vector<MemoryAccess> implied;
