@@ -71,12 +71,10 @@ std::shared_ptr<Plan> with_new_values(const Plan& before, const Recording& rec, 
   }
   kept = true;
   std::vector<std::vector<std::shared_ptr<const Plan>>> bodies;
-  std::vector<std::uint32_t> with_bodies;
   for (std::uint32_t c = 0; c < commands.size(); ++c) {
     if (!same_but_values(before.command(c), commands[c])) return nullptr;
     const auto was = bodies_of(before.payload(c));
     const auto now = bodies_of(commands[c].payload);
-    if (!now.empty()) with_bodies.push_back(c);
     for (std::size_t b = 0; b < now.size(); ++b) {
       if (now[b] == was[b]) continue;  // the very recording `before` ran
       const std::shared_ptr<const Plan>& ran = before.bodies_of(c)[b];
@@ -92,8 +90,7 @@ std::shared_ptr<Plan> with_new_values(const Plan& before, const Recording& rec, 
 
   auto plan = std::make_shared<Plan>(before);
   plan->recording_id = rec.id();
-  // Its commands are the recording's already, but for the recordings they run as bodies.
-  for (const std::uint32_t c : with_bodies) plan->commands[c].payload = commands[c].payload;
+  plan->commands = rec.shared_commands();
   plan->values = rec.shared_arguments();
   plan->labels = rec.labels();
   if (!kept) plan->bodies = std::move(bodies);

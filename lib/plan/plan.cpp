@@ -95,10 +95,10 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
   auto plan = std::make_shared<Plan>();
   plan->recording_id = rec.id();
   plan->buffer_name = rec.name();
-  plan->commands = rec.commands();
+  plan->commands = rec.shared_commands();
   plan->values = rec.shared_arguments();
   plan->labels = rec.labels();
-  const std::size_t n = plan->commands.size();
+  const std::size_t n = plan->size();
 
   // Bodies first: their commands' access is part of the commands that run them. They recurse
   // at most max_nesting_depth levels deep (the recording refused deeper).

@@ -31,7 +31,8 @@ struct GraphShaping;  // plan/shaping.hpp
 struct Plan {
   std::uint64_t recording_id = 0;       // the recording it was built from (handles name it)
   std::string buffer_name;              // the command buffer's name
-  std::vector<CommandRecord> commands;  // in recording order, every one named
+  // In recording order: the recording's own, shared (it copies before changing any).
+  std::shared_ptr<const std::vector<CommandRecord>> commands;
   // The recorded values, shared with the recording (which copies before recording more) and
   // with executables until they write (backend/executable_values.hpp).
   std::shared_ptr<const ArgumentStore> values;
@@ -58,11 +59,11 @@ struct Plan {
   TransientMemory memory;               // its transients (alloc): uses, lifetimes, arena layout
   std::optional<GraphShape> shape;      // the graph shaping asked for (PlanOptions::shape)
 
-  std::size_t size() const noexcept { return commands.size(); }
-  const CommandRecord& command(std::uint32_t c) const { return commands[c]; }
-  const Payload& payload(std::uint32_t c) const { return commands[c].payload; }
-  CommandKind kind(std::uint32_t c) const noexcept { return kind_of(commands[c].payload); }
-  std::string name(std::uint32_t c) const { return command_name(commands[c], c); }
+  std::size_t size() const noexcept { return commands->size(); }
+  const CommandRecord& command(std::uint32_t c) const { return (*commands)[c]; }
+  const Payload& payload(std::uint32_t c) const { return command(c).payload; }
+  CommandKind kind(std::uint32_t c) const noexcept { return kind_of(command(c).payload); }
+  std::string name(std::uint32_t c) const { return command_name(command(c), c); }
   /// What command c touches: every access the hazard analysis sees (collect_access).
   std::span<const MemoryAccess> access_of(std::uint32_t c) const noexcept {
     const std::uint32_t begin = c == 0 ? 0 : access_end[c - 1];

@@ -53,7 +53,7 @@ void Recording::set_cost(std::uint32_t index, std::chrono::nanoseconds cost) {
                     " ns; a cost is how long the command runs, at least 0",
                 {command_name(index)});
   }
-  commands_[index].hints.cost = cost;
+  own_commands()[index].hints.cost = cost;
 }
 
 void Recording::set_costs(const Profile& profile) {
@@ -68,15 +68,15 @@ void Recording::set_costs(const Profile& profile) {
   add_body_names(*this, bodies);
   std::size_t own = 0;  // the profile's top-level commands: those not of a body
   for (const CommandTiming& t : profile.commands) own += !names_a_body_command(t.name, bodies);
-  if (own != commands_.size()) {
+  if (own != commands_->size()) {
     throw Error(errc::invalid_argument,
                 "command buffer " + in_quotes(name_) + " has " +
-                    std::to_string(commands_.size()) + " commands, the profile of " +
+                    std::to_string(commands_->size()) + " commands, the profile of " +
                     in_quotes(profile.executable) + " " + std::to_string(own) +
                     ": costs_from takes a profile of the same commands");
   }
-  for (std::uint32_t c = 0; c < commands_.size(); ++c) {
-    const CommandKind kind = kind_of(commands_[c].payload);
+  for (std::uint32_t c = 0; c < commands_->size(); ++c) {
+    const CommandKind kind = kind_of((*commands_)[c].payload);
     if (profile.commands[c].kind == kind) continue;
     throw Error(errc::invalid_argument,
                 "command buffer " + in_quotes(name_) + ": command " +
@@ -86,8 +86,9 @@ void Recording::set_costs(const Profile& profile) {
                     ": costs_from takes a profile of the same commands",
                 {command_name(c)});
   }
-  for (std::uint32_t c = 0; c < commands_.size(); ++c) {
-    commands_[c].hints.cost = cost_of(profile.commands[c].duration_ms());
+  std::vector<CommandRecord>& commands = own_commands();
+  for (std::uint32_t c = 0; c < commands.size(); ++c) {
+    commands[c].hints.cost = cost_of(profile.commands[c].duration_ms());
   }
 }
 

@@ -109,7 +109,7 @@ class Recording {
 
   /// The command's name: its own, or "kind#index".
   std::string command_name(std::uint32_t index) const {
-    return detail::command_name(commands_[index], index);
+    return detail::command_name((*commands_)[index], index);
   }
   /// The name the next command will get by default, for a command refused before it exists.
   std::string next_name(CommandKind kind) const;
@@ -123,7 +123,11 @@ class Recording {
   /// command counted once).
   std::uint64_t expanded_size() const noexcept { return expanded_; }
 
-  const std::vector<CommandRecord>& commands() const noexcept { return commands_; }
+  const std::vector<CommandRecord>& commands() const noexcept { return *commands_; }
+  /// The commands as recorded so far, for a plan to share (copied on write, as the values).
+  std::shared_ptr<const std::vector<CommandRecord>> shared_commands() const noexcept {
+    return commands_;
+  }
   /// What add_access recorded, in the order declared (nearly always command by command).
   const std::vector<DeclaredAccess>& declared() const noexcept { return declared_; }
   /// The labels declared() points at (null until the first label).
@@ -180,7 +184,16 @@ class Recording {
   std::string name_;
   std::atomic<bool> sealed_{false};
   std::atomic<bool> body_{false};  // sealed as another's body (seal_as_body)
-  std::vector<CommandRecord> commands_;
+  // The commands to record into or change: copied first while a plan shares them.
+  std::vector<CommandRecord>& own_commands() {
+    if (commands_.use_count() > 1) {
+      commands_ = std::make_shared<std::vector<CommandRecord>>(*commands_);
+    }
+    return *commands_;
+  }
+
+  std::shared_ptr<std::vector<CommandRecord>> commands_ =
+      std::make_shared<std::vector<CommandRecord>>();
   std::vector<DeclaredAccess> declared_;
   std::shared_ptr<LabelStore> labels_;
   std::vector<Edge> edges_;

@@ -290,6 +290,8 @@ void record_step(CommandBuffer& frame, Model& m, int step) {
 
 struct Run {
   std::vector<double> host_us;  // per step: the frame's host time
+  // cmdgraph's way, per step: recording, finding and updating the executable, launching
+  std::vector<double> record_us, acquire_us, launch_us;
   double seconds = 0;           // the whole decode, waiting for each token included
   std::vector<int> tokens;
   std::vector<float> last_logits;
@@ -342,11 +344,17 @@ Run with_cmdgraph(Device gpu, Model& m, int steps) {
   ExecutableCache cache;
   Run run = decode(
       m, steps,
-      [&](int step, Run&) {
+      [&](int step, Run& r) {
+        const sample::Stopwatch clock;
         CommandBuffer frame("decode step");
         record_step(frame, m, step);
+        const double recorded = clock.ms();
         CachedExecutable exe = cache.acquire(frame, gpu);
+        const double acquired = clock.ms();
         exe->launch(queue);
+        r.record_us.push_back(recorded * 1000);
+        r.acquire_us.push_back((acquired - recorded) * 1000);
+        r.launch_us.push_back((clock.ms() - acquired) * 1000);
       },
       [&] { queue.wait(); });
   run.hits = cache.stats().hits;
@@ -522,6 +530,11 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   const double ours = sample::percentile(ways[0].run.host_us, 50);
+  const Run& cmdgraph = ways[0].run;
+  std::printf("  cmdgraph's step, medians: record %.1f us, acquire (find + update) %.1f us, "
+              "launch %.1f us\n", sample::percentile(cmdgraph.record_us, 50),
+              sample::percentile(cmdgraph.acquire_us, 50),
+              sample::percentile(cmdgraph.launch_us, 50));
   bool ok = matches_reference(m, ways[0].run, steps);
   for (const Way& w : ways) {
     const double median = sample::percentile(w.run.host_us, 50);

@@ -1,8 +1,10 @@
 // The build stage: order, transitive reduction against brute force, levels, critical path,
 // flattening, and 100,000-command shapes without recursion.
 #include "plan/flat_plan.hpp"
+#include "plan/new_values.hpp"
 #include "plan/order.hpp"
 #include "plan/plan.hpp"
+#include "record/recording.hpp"
 #include "support/random_dag.hpp"
 
 #include <cmdgraph/cmdgraph.hpp>
@@ -201,4 +203,32 @@ TEST_CASE("plan.flatten.nested_between_joins" * doctest::timeout(10)) {
   }
   CHECK(flat.parents[flat.root_task[z.index()]].size() == 1);
   CHECK(flat.tasks[flat.root_task[n.index()]].is_join());
+}
+
+TEST_CASE("plan.commands.shared_with_the_recording_until_it_changes" * doctest::timeout(10)) {
+  // A plan reads the recording's commands where they lie: building it, or a frame of new
+  // values, copies none; a cost given after compile is the recording's alone.
+  float x = 0;
+  auto record_frame = [&x](CommandBuffer& cmd, float factor) {
+    auto a = cmd.parallel_for(1, [p = &x, factor](std::size_t) { *p *= factor; });
+    cmd.parallel_for(1, [p = &x, factor](std::size_t) { *p += factor; }).after(a);
+    return a;
+  };
+  CommandBuffer first("frame");
+  Command a = record_frame(first, 1);
+  const detail::Recording& rec = *detail::recording_of(first);
+  auto plan = plan_of(first);
+  CHECK(&plan->command(0) == &rec.commands()[0]);
+
+  CommandBuffer next("frame");
+  record_frame(next, 2);
+  const detail::Recording& next_rec = *detail::recording_of(next);
+  const detail::NewValues values = detail::plan_of_new_values(*plan, next_rec);
+  REQUIRE(values.plan);
+  CHECK(&values.plan->command(0) == &next_rec.commands()[0]);
+  CHECK(values.plan->children.edges() == 1);
+
+  a.cost(std::chrono::microseconds(5));
+  CHECK(rec.commands()[0].hints.cost == std::chrono::microseconds(5));
+  CHECK_FALSE(plan->command(0).hints.cost);
 }
