@@ -221,10 +221,11 @@ void cycling(int n) {
 }
 
 // Threads that run a job together when asked, as an engine's job system does: between jobs
-// they spin for up to 50 ms, a frame's time here (Taskflow's workers also spin before they
-// sleep), so a frame's passes start at once on hot cores rather than after the OS has woken
-// seven threads one by one (a frame's update takes ~13 ms, which a 5 ms spin slept through);
-// both ways of recording run while they spin.
+// they spin for up to 5 ms (as Taskflow's workers spin before they sleep), then sleep. Here a
+// frame's update (~13 ms) outlasts the spin, so each frame's passes start when the OS has
+// woken the workers (printed apart), and the one-thread way records with them asleep. Spinning
+// through the whole frame (50 ms, tried) slowed the one-thread way's passes 1.4x on the H100's
+// VM and so flattered the ratio.
 class Workers {
  public:
   explicit Workers(int count) {
@@ -263,7 +264,7 @@ class Workers {
   }
   // The generation of the next job after `seen`: spun for, then slept for.
   std::uint64_t next_job(std::uint64_t seen) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
     for (unsigned i = 1;; ++i) {
       const std::uint64_t now = generation_.load(std::memory_order_acquire);
       if (now != seen) return now;
