@@ -68,15 +68,15 @@ void Recording::set_costs(const Profile& profile) {
   add_body_names(*this, bodies);
   std::size_t own = 0;  // the profile's top-level commands: those not of a body
   for (const CommandTiming& t : profile.commands) own += !names_a_body_command(t.name, bodies);
-  if (own != commands_->size()) {
+  if (own != commands().size()) {
     throw Error(errc::invalid_argument,
                 "command buffer " + in_quotes(name_) + " has " +
-                    std::to_string(commands_->size()) + " commands, the profile of " +
+                    std::to_string(commands().size()) + " commands, the profile of " +
                     in_quotes(profile.executable) + " " + std::to_string(own) +
                     ": costs_from takes a profile of the same commands");
   }
-  for (std::uint32_t c = 0; c < commands_->size(); ++c) {
-    const CommandKind kind = kind_of((*commands_)[c].payload);
+  for (std::uint32_t c = 0; c < commands().size(); ++c) {
+    const CommandKind kind = kind_of(commands()[c].payload);
     if (profile.commands[c].kind == kind) continue;
     throw Error(errc::invalid_argument,
                 "command buffer " + in_quotes(name_) + ": command " +

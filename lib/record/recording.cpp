@@ -23,7 +23,7 @@ Recording::Recording(std::string name) : id_(next_recording_id++), name_(std::mo
 Recording::~Recording() = default;
 
 RecordingSizes Recording::sizes() const noexcept {
-  return {commands_->size(), declared_.size(), edges_.size(), programmatic_edges_.size(),
+  return {commands().size(), declared_.size(), edges_.size(), programmatic_edges_.size(),
           arguments_->slot_count(), arguments_->bytes_used()};
 }
 
@@ -31,7 +31,7 @@ void Recording::reserve(const RecordingSizes& sizes) {
   // An eighth to spare: frames of structures that take turns differ by a few commands, and
   // one past the room copies everything recorded so far.
   auto room = [](std::size_t n) { return n + n / 8; };
-  commands_->reserve(room(sizes.commands));
+  own_commands().reserve(room(sizes.commands));
   declared_.reserve(room(sizes.declared));
   edges_.reserve(room(sizes.edges));
   programmatic_edges_.reserve(room(sizes.programmatic_edges));
@@ -46,7 +46,7 @@ void Recording::require_open(const char* action) const {
 }
 
 std::string Recording::next_name(CommandKind kind) const {
-  return default_name(kind, static_cast<std::uint32_t>(commands_->size()));
+  return default_name(kind, static_cast<std::uint32_t>(commands().size()));
 }
 
 std::string Recording::next_label(CommandKind kind) const {
@@ -112,7 +112,7 @@ void Recording::require_nestable(CommandKind kind,
 }
 
 void Recording::refuse_foreign_transients(CommandKind kind) {
-  const ArgumentStore::Slot first = commands_->empty() ? 0 : commands_->back().slots_end;
+  const ArgumentStore::Slot first = commands().empty() ? 0 : commands().back().slots_end;
   if (!any_live_transients()) return;
   const ArgumentStore& values = *arguments_;
   for (ArgumentStore::Slot s = first; s < values.slot_count(); ++s) {
@@ -135,7 +135,7 @@ void Recording::refuse_foreign_transients(CommandKind kind) {
 CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   require_open("record");
   refuse_foreign_transients(kind_of(payload));
-  const auto index = static_cast<std::uint32_t>(commands_->size());
+  const auto index = static_cast<std::uint32_t>(commands().size());
   std::uint32_t depth = depth_;
   std::uint64_t expanded = expanded_ + 1;
   const auto bodies = bodies_of(payload);
@@ -148,7 +148,7 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   reserve_edges(1);
   const bool allocates = allocated(payload) != nullptr;
   own_commands().push_back({std::move(payload), {}, {},
-                       static_cast<ArgumentStore::Slot>(arguments_->slot_count())});
+                            static_cast<ArgumentStore::Slot>(arguments_->slot_count())});
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
   allocations_ += allocates;
   depth_ = depth;
@@ -158,10 +158,10 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
 
 CommandRef Recording::add_barrier() {
   require_open("record");
-  const auto index = static_cast<std::uint32_t>(commands_->size());
+  const auto index = static_cast<std::uint32_t>(commands().size());
   reserve_edges((index - segment_begin_) + 1);
   own_commands().push_back({BarrierPayload{}, {}, {},
-                       static_cast<ArgumentStore::Slot>(arguments_->slot_count())});
+                            static_cast<ArgumentStore::Slot>(arguments_->slot_count())});
   ++expanded_;
   if (segment_begin_ == index && last_barrier_) edges_.push_back({*last_barrier_, index});
   for (std::uint32_t i = segment_begin_; i < index; ++i) edges_.push_back({i, index});
@@ -183,7 +183,7 @@ void Recording::add_edge(std::uint32_t parent, std::uint32_t child, EdgeKind kin
 
 void Recording::require_programmatic(std::uint32_t parent, std::uint32_t child) const {
   for (const std::uint32_t c : {parent, child}) {
-    const KindTraits& t = traits(kind_of((*commands_)[c].payload));
+    const KindTraits& t = traits(kind_of(commands()[c].payload));
     if (t.programmatic) continue;
     throw Error(errc::invalid_argument,
                 "command buffer " + in_quotes(name_) + ": the programmatic edge " +
@@ -197,12 +197,12 @@ void Recording::require_programmatic(std::uint32_t parent, std::uint32_t child) 
 CommandRef Recording::add_free(std::uint32_t alloc) {
   require_open("record");
   const std::string name = next_name(FreePayload::traits.kind);
-  std::shared_ptr<const TransientRange> memory = allocated((*commands_)[alloc].payload);
+  std::shared_ptr<const TransientRange> memory = allocated(commands()[alloc].payload);
   if (!memory) {
     throw Error(errc::invalid_argument,
                 "command buffer " + in_quotes(name_) + ": " + name + ": command " +
                     in_quotes(command_name(alloc)) + " is a " +
-                    std::string(traits(kind_of((*commands_)[alloc].payload)).name) +
+                    std::string(traits(kind_of(commands()[alloc].payload)).name) +
                     ", not an allocation (free() takes what alloc() returned)",
                 {name, command_name(alloc)});
   }
@@ -249,7 +249,7 @@ void Recording::set_name(std::uint32_t index, std::string_view name) {
 
 void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
   require_open("declare access");
-  const CommandKind kind = kind_of((*commands_)[index].payload);
+  const CommandKind kind = kind_of(commands()[index].payload);
   // Named only when refused: a default name is made when asked for.
   const auto name = [&] { return command_name(index); };
   if (!traits(kind).declares_access) {
@@ -288,7 +288,7 @@ void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
 }
 
 void Recording::require_command(CommandRef ref) const {
-  if (ref.index >= commands_->size()) {
+  if (ref.index >= commands().size()) {
     throw Error(errc::invalid_handle, "command handle #" + std::to_string(ref.index) +
                                           " is out of range for command buffer " +
                                           in_quotes(name_));

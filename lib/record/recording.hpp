@@ -109,7 +109,7 @@ class Recording {
 
   /// The command's name: its own, or "kind#index".
   std::string command_name(std::uint32_t index) const {
-    return detail::command_name((*commands_)[index], index);
+    return detail::command_name(commands()[index], index);
   }
   /// The name the next command will get by default, for a command refused before it exists.
   std::string next_name(CommandKind kind) const;

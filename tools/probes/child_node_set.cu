@@ -30,22 +30,27 @@ namespace {
 
 constexpr int n = 1000;
 
+// The parameters of a one-thread `store` whose arguments lie at `args`.
+cudaKernelNodeParams store_node(void** args) {
+  cudaKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(&store);
+  p.gridDim = dim3(1);
+  p.blockDim = dim3(1);
+  p.kernelParams = args;
+  return p;
+}
+
 // A chain of n kernels, kernel i storing `value + i` at out[i].
-cudaGraph_t chain(int* out, int value, std::vector<cudaGraphNode_t>* nodes = nullptr) {
+cudaGraph_t chain(int* out, int value) {
   cudaGraph_t g;
   CK(cudaGraphCreate(&g, 0));
   cudaGraphNode_t prev = nullptr;
   for (int i = 0; i < n; ++i) {
     int v = value + i;
     void* args[] = {&out, &i, &v};
-    cudaKernelNodeParams p{};
-    p.func = reinterpret_cast<void*>(&store);
-    p.gridDim = dim3(1);
-    p.blockDim = dim3(1);
-    p.kernelParams = args;
+    const cudaKernelNodeParams p = store_node(args);
     cudaGraphNode_t node;
     CK(cudaGraphAddKernelNode(&node, g, prev ? &prev : nullptr, prev ? 1 : 0, &p));
-    if (nodes) nodes->push_back(node);
     prev = node;
   }
   return g;
@@ -111,11 +116,7 @@ int main() {
     for (int i = 0; i < n; ++i) {
       int v = value + i;
       void* args[] = {&out, &i, &v};
-      cudaKernelNodeParams p{};
-      p.func = reinterpret_cast<void*>(&store);
-      p.gridDim = dim3(1);
-      p.blockDim = dim3(1);
-      p.kernelParams = args;
+      const cudaKernelNodeParams p = store_node(args);
       const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, by_index[i], &p);
       if (e != cudaSuccess) return e;
     }
