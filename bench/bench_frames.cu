@@ -294,10 +294,13 @@ void parallel_recording(int n) {
   Buffer<int> out(gpu, static_cast<std::size_t>(n) * passes);
   int* ptr = out.data();
   Workers workers(passes - 1);
+  // Every `every`-th kernel of a pass takes the frame's values, the others keep theirs.
+  int every = 1;
   auto record_pass = [&](CommandBuffer& cmd, int pass, int frame) {
     Command prev;
     for (int i = 0; i < n; ++i) {
-      auto k = cmd.launch(&store, LaunchConfig{{1}, {1}}, pass * n + i, frame + i, ptr);
+      const int value = i % every == 0 ? frame + i : i;
+      auto k = cmd.launch(&store, LaunchConfig{{1}, {1}}, pass * n + i, value, ptr);
       if (i) k.after(prev);
       prev = k;
     }
@@ -335,7 +338,7 @@ void parallel_recording(int n) {
   record_frame(secondaries, first, 0, false);
   Executable exe = compile(first, gpu, {.backend = Backend::cuda_graph});
 
-  std::vector<double> record_one, record_eight, frame_one, frame_eight, woken;
+  std::vector<double> record_one, record_eight, frame_one, frame_eight, update_all, woken;
   for (int frame = 1; frame <= 15; ++frame) {
     // What the job system alone costs a frame: its workers started and joined, nothing
     // recorded.
@@ -352,13 +355,26 @@ void parallel_recording(int n) {
       const double updated = bench::host_us([&] { exe.update(primary); });
       (parallel ? record_eight : record_one).push_back(recorded);
       (parallel ? frame_eight : frame_one).push_back(recorded + updated);
+      update_all.push_back(updated);
     }
+  }
+  // The update alone of a frame whose passes changed 1% of their kernels.
+  every = 100;
+  std::vector<double> update_one_percent;
+  for (int frame = 16; frame <= 30; ++frame) {
+    std::vector<CommandBuffer> passes_of_frame;
+    CommandBuffer primary("frame");
+    record_frame(passes_of_frame, primary, 2 * frame, false);
+    update_one_percent.push_back(bench::host_us([&] { exe.update(primary); }));
   }
   const std::string what = "8 passes of " + std::to_string(n) + " kernels";
   bench::row(what + ": record on 8 threads vs on 1", bench::median(record_one),
              bench::median(record_eight), "us", "<= 0.167x");
   bench::row(what + ": record + update, 8 threads vs 1", bench::median(frame_one),
              bench::median(frame_eight), "us", "");
+  std::printf("  the update alone: %.1f us with every kernel changed, %.1f us with 1%% of them "
+              "(%d)\n", bench::median(update_all),
+              bench::median(update_one_percent), passes * n / every);
   std::printf("  the 7 workers started and joined, nothing recorded: %.1f us a frame\n",
               bench::median(woken));
   std::printf("  on 8 threads: the last pass starts %.1f us after the run is asked for, the "

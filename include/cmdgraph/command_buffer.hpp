@@ -253,7 +253,8 @@ class CommandBuffer : public ConditionalCalls<CommandBuffer>,  // loop_while, if
   /// Orders this command's children after the most recent executed record of `event`.
   Command wait(const Event& event, std::source_location where = std::source_location::current());
 
-  /// Runs a sealed copy of `secondary` as one command (a child graph on CUDA). Seals
+  /// Runs a sealed copy of `secondary` as one command (on a CUDA graph its commands' nodes
+  /// between two empty nodes; a child graph under event profiling and device launch). Seals
   /// `secondary`; it may be executed by several buffers. Nesting is bounded, here and for the
   /// bodies of conditionals alike: at most 64 levels of executed buffers and bodies, and at
   /// most 10,000,000 commands once every executed buffer is expanded; past either this throws

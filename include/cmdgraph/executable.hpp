@@ -139,9 +139,11 @@ struct UpdateResult {
   std::string reason;           ///< why it was rebuilt (empty when updated in place)
   /// The commands the update changed. When only values changed: those whose values differ
   /// from the executable's, at any depth (a body counted once however many commands run it);
-  /// top-level ones are set alone and the others left untouched, new values in a body are
-  /// taken from the whole buffer. When more changed (another host task, event or structure):
-  /// every top-level command, what the backend launches rebuilt from the whole buffer.
+  /// top-level ones are set alone and the others left untouched, and so are an executed
+  /// buffer's on the CUDA graph backend (unless event-profiled or for device launch); other
+  /// new values in a body are taken from the whole buffer. When more changed (another host
+  /// task, event or structure): every top-level command, what the backend launches rebuilt
+  /// from the whole buffer.
   std::size_t commands_changed = 0;
 };
 

@@ -132,8 +132,8 @@ UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
   const Difference difference = structural_difference(*plan_, *plan);
   if (!difference) {
     const auto changes = changed_values(*plan_, current_values(), *plan);
-    return take_changed(std::move(plan), changes ? &changes->top : nullptr,
-                        changes ? changes->in_bodies : 0, options);
+    if (!changes) return take_changed(std::move(plan), nullptr, {}, options);
+    return take_changed(std::move(plan), &changes->top, changes->bodies, options);
   }
   if (!options.reinstantiate_if_needed) refuse_update(difference.what, {difference.command});
   const std::size_t commands = plan->size();
@@ -146,21 +146,22 @@ UpdateResult ExecutableImpl::update_values_from(NewValues values, const UpdateOp
   ++frame_epoch_;  // as in update_from
   const auto top = commands_with_new_values(current_values(), *values.plan);
   // An unchanged command was checked with these values already: a frame costs what changed.
-  if (top && values.body_commands_changed == 0) {
+  if (top && values.bodies.empty()) {
     check_values(*values.plan, *top);
   } else {
     check_runs(*values.plan);
   }
-  return take_changed(std::move(values.plan), top ? &*top : nullptr,
-                      values.body_commands_changed, options);
+  return take_changed(std::move(values.plan), top ? &*top : nullptr, values.bodies, options);
 }
 
 UpdateResult ExecutableImpl::take_changed(std::shared_ptr<const Plan> plan,
                                           const std::vector<std::uint32_t>* top,
-                                          std::size_t in_bodies, const UpdateOptions& options) {
-  if (top && in_bodies == 0 && take_values(plan, *top)) return {false, {}, top->size()};
-  // New values in bodies (which no backend sets one by one), or more than values: the backend
-  // takes the plan, of this structure, in place.
+                                          const BodyChanges& bodies,
+                                          const UpdateOptions& options) {
+  const std::size_t in_bodies = commands_in(bodies);
+  if (top && take_values(plan, *top, bodies)) return {false, {}, top->size() + in_bodies};
+  // New values the backend does not set one by one (in bodies it builds as a whole), or more
+  // than values: it takes the plan, of this structure, in place.
   const std::size_t changed = (top ? top->size() : plan->size()) + in_bodies;
   UpdateResult result = take(std::move(plan), {}, options);
   result.commands_changed = changed;
@@ -168,7 +169,9 @@ UpdateResult ExecutableImpl::take_changed(std::shared_ptr<const Plan> plan,
 }
 
 bool ExecutableImpl::take_values(std::shared_ptr<const Plan> plan,
-                                 const std::vector<std::uint32_t>& changed) {
+                                 const std::vector<std::uint32_t>& changed,
+                                 const BodyChanges& bodies) {
+  if (!bodies.empty() && !take_body_values(*plan_, *plan, bodies)) return false;
   ArgumentStore& args = arguments_for_update();
   const ArgumentStore& next = plan->arguments();
   auto first_slot = [&plan](std::uint32_t c) {
@@ -199,6 +202,12 @@ bool ExecutableImpl::take_values(std::shared_ptr<const Plan> plan,
       try {
         apply_update(changed[i]);
       } catch (const Error&) {  // refused again: it never took the new values
+      }
+    }
+    if (!bodies.empty()) {
+      try {
+        take_body_values(*plan, *plan_, reversed(bodies));
+      } catch (const Error&) {  // the whole path takes the new values, or rebuilds
       }
     }
     return false;

@@ -206,6 +206,13 @@ class ExecutableImpl {
   /// as CUDA may), else rebuilt (allowed by `options`). Calls replace_plan.
   virtual UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
                             const UpdateOptions& options) = 0;
+  /// Makes the commands `changes` names of the bodies of `now` (of this executable's structure)
+  /// take their values, command by command, where `ran` ran those bodies; false, with nothing
+  /// changed, when this backend sets none alone (it then takes the whole plan).
+  virtual bool take_body_values(const Plan& /*ran*/, const Plan& /*now*/,
+                                const BodyChanges& /*changes*/) {
+    return false;
+  }
   /// The most recent launch's profile (waiting for it); nullopt when never launched.
   virtual std::optional<Profile> read_last_profile() const = 0;
   /// Where a frame's writes of kernel arguments go directly (null: through write_arguments),
@@ -232,15 +239,17 @@ class ExecutableImpl {
 
  private:
   /// Takes `plan`, of this executable's structure, whose top-level commands `top` (null: more
-  /// than values changed) and `in_bodies` commands of its bodies have new values: command by
-  /// command when only top-level values changed, else in place from the whole plan.
+  /// than values changed) and commands `bodies` of its bodies have new values: command by
+  /// command when only values changed and the backend sets each alone, else in place from the
+  /// whole plan.
   UpdateResult take_changed(std::shared_ptr<const Plan> plan,
-                            const std::vector<std::uint32_t>* top, std::size_t in_bodies,
+                            const std::vector<std::uint32_t>* top, const BodyChanges& bodies,
                             const UpdateOptions& options);
   /// Writes the values of commands `changed` of `plan` (of this executable's structure, with
-  /// the same commands but for their values) and applies them; false, with nothing changed,
-  /// when the backend refuses one.
-  bool take_values(std::shared_ptr<const Plan> plan, const std::vector<std::uint32_t>& changed);
+  /// the same commands but for their values) and applies them, and those of `bodies`; false,
+  /// with nothing changed, when the backend refuses one.
+  bool take_values(std::shared_ptr<const Plan> plan, const std::vector<std::uint32_t>& changed,
+                   const BodyChanges& bodies);
 
   std::shared_ptr<const Plan> plan_;
   std::shared_ptr<const Plan> lowered_;  // see lowered_plan(); null when plan_ is it

@@ -2,7 +2,6 @@
 #include "plan/compare.hpp"
 
 #include <algorithm>
-#include <set>
 #include <utility>
 
 namespace cmdgraph::detail {
@@ -107,31 +106,26 @@ bool same_but_values(const CommandRecord& was, const CommandRecord& is) {
          equal_but_bodies(was.payload, is.payload);
 }
 
-// The pairs of bodies compared so far: the plan the executable ran, the plan run now. One
-// body may run where two different ones ran, so a body is known by both.
-using Compared = std::set<std::pair<const Plan*, const Plan*>>;
-
 // The commands of body `now` (of the structure of `before`, which the executable ran) whose
-// values differ from before's, and those of its bodies, each pair compared once (`seen`);
-// nullopt when one differs in more than values.
-std::optional<std::size_t> body_changes(const Plan& before, const Plan& now, Compared& seen) {
-  if (&before == &now || !seen.emplace(&before, &now).second) return 0;
+// values differ from before's, and those of its bodies, each pair compared once (`changes`,
+// where one body may run where two different ones ran, so a body is known by both); false
+// when one differs in more than values.
+bool body_changes(const Plan& before, const Plan& now, BodyChanges& changes) {
+  if (&before == &now || changes.contains({&before, &now})) return true;
   if (!before.memory.list.empty() || !now.memory.list.empty() ||
       before.buffer_name != now.buffer_name) {
-    return std::nullopt;
+    return false;
   }
-  std::size_t changed = 0;
   for (std::uint32_t c = 0; c < now.size(); ++c) {
-    if (!same_but_values(before.command(c), now.command(c))) return std::nullopt;
-    const ArgumentStore::Slot first = c == 0 ? 0 : now.command(c - 1).slots_end;
-    changed += !before.arguments().same_bytes(now.arguments(), first, now.command(c).slots_end);
+    if (!same_but_values(before.command(c), now.command(c))) return false;
+  }
+  changes.emplace(std::make_pair(&before, &now), commands_with_other_values(before, now));
+  for (std::uint32_t c = 0; c < now.size(); ++c) {
     for (std::size_t b = 0; b < now.bodies_of(c).size(); ++b) {
-      const auto inner = body_changes(*before.bodies_of(c)[b], *now.bodies_of(c)[b], seen);
-      if (!inner) return std::nullopt;
-      changed += *inner;
+      if (!body_changes(*before.bodies_of(c)[b], *now.bodies_of(c)[b], changes)) return false;
     }
   }
-  return changed;
+  return true;
 }
 
 }  // namespace
@@ -143,13 +137,12 @@ std::optional<ValueChanges> changed_values(const Plan& before, const ArgumentSto
     return std::nullopt;
   }
   ValueChanges changes;
-  Compared seen;
   for (std::uint32_t c = 0; c < now.size(); ++c) {
     if (!same_but_values(before.command(c), now.command(c))) return std::nullopt;
     for (std::size_t b = 0; b < now.bodies_of(c).size(); ++b) {
-      const auto inner = body_changes(*before.bodies_of(c)[b], *now.bodies_of(c)[b], seen);
-      if (!inner) return std::nullopt;
-      changes.in_bodies += *inner;
+      if (!body_changes(*before.bodies_of(c)[b], *now.bodies_of(c)[b], changes.bodies)) {
+        return std::nullopt;
+      }
     }
   }
   auto top = commands_with_new_values(current, now);

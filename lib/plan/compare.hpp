@@ -2,6 +2,7 @@
 // changed_values, commands_with_new_values: whether only values changed, and of which commands.
 #pragma once
 
+#include "plan/body_changes.hpp"
 #include "plan/plan.hpp"
 
 #include <cstddef>
@@ -27,12 +28,12 @@ Difference structural_difference(const Plan& before, const Plan& now);
 /// The commands whose values an update changes.
 struct ValueChanges {
   std::vector<std::uint32_t> top;  ///< top-level commands, in order
-  std::size_t in_bodies = 0;       ///< commands of the bodies run, each body counted once
+  BodyChanges bodies;              ///< commands of the bodies run
 };
 
 /// For `now` of the structure of `before`, when nothing but values differs: the top-level
 /// commands whose values differ from `current` (the values of an executable of `before`, its
-/// updates included), all of updatable kinds, and how many commands of the bodies differ from
+/// updates included), all of updatable kinds, and the commands of the bodies that differ from
 /// those `before` ran. Every command of `now`, at any depth, must compare equal to its
 /// counterpart (the same code and objects) but for values and bodies, and have its name.
 /// Nullopt when more changed, or when a plan has transient memory (whose words each

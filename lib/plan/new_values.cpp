@@ -54,7 +54,7 @@ bool touches_nothing(const Plan& plan, const Recording& rec, const Plan& before,
 // compared once however many commands run it.
 struct Scan {
   std::map<std::pair<const Plan*, const Recording*>, std::shared_ptr<const Plan>> bodies;
-  std::size_t body_commands_changed = 0;
+  BodyChanges changes;
 };
 
 std::shared_ptr<const Plan> body_plan(const std::shared_ptr<const Plan>& before,
@@ -110,7 +110,7 @@ std::shared_ptr<Plan> with_new_values(const Plan& before, const Recording& rec, 
 
 // The plan of body `rec` where `before` ran: `before` itself when its values and bodies are
 // those `before` ran with (nothing updates a body's values once compiled), else a new one,
-// its commands with new values counted.
+// its commands with new values noted.
 std::shared_ptr<const Plan> body_plan(const std::shared_ptr<const Plan>& before,
                                       const Recording& rec, Scan& scan) {
   const auto key = std::make_pair(before.get(), &rec);
@@ -118,14 +118,12 @@ std::shared_ptr<const Plan> body_plan(const std::shared_ptr<const Plan>& before,
   bool kept = false;
   std::shared_ptr<const Plan> plan = with_new_values(*before, rec, scan, kept);
   if (plan) {
-    std::size_t changed = 0;
-    for (std::uint32_t c = 0; c < plan->size(); ++c) {
-      const ArgumentStore::Slot first = c == 0 ? 0 : plan->command(c - 1).slots_end;
-      changed += !before->arguments().same_bytes(plan->arguments(), first,
-                                                 plan->command(c).slots_end);
+    std::vector<std::uint32_t> changed = commands_with_other_values(*before, *plan);
+    if (changed.empty() && kept) {
+      plan = before;
+    } else {
+      scan.changes.emplace(std::make_pair(before.get(), plan.get()), std::move(changed));
     }
-    scan.body_commands_changed += changed;
-    if (changed == 0 && kept) plan = before;
   }
   scan.bodies.emplace(key, plan);
   return plan;
@@ -138,7 +136,7 @@ NewValues plan_of_new_values(const Plan& before, const Recording& recording) {
   bool kept = false;
   std::shared_ptr<const Plan> plan = with_new_values(before, recording, scan, kept);
   if (!plan) return {};
-  return {std::move(plan), scan.body_commands_changed};
+  return {std::move(plan), std::move(scan.changes)};
 }
 
 }  // namespace cmdgraph::detail

@@ -2,6 +2,7 @@
 // in values alone, made from that plan at the cost of a comparison instead of an analysis.
 #pragma once
 
+#include "plan/body_changes.hpp"
 #include "plan/plan.hpp"
 
 #include <cstddef>
@@ -13,9 +14,8 @@ namespace cmdgraph::detail {
 struct NewValues {
   /// The plan of the recording; null when more than values differ.
   std::shared_ptr<const Plan> plan;
-  /// Commands of the bodies it runs (each body counted once however many commands run it)
-  /// whose values differ from those `before`'s bodies ran with.
-  std::size_t body_commands_changed = 0;
+  /// Commands of the bodies it runs whose values differ from those `before`'s bodies ran with.
+  BodyChanges bodies;
 };
 
 /// The plan of `recording` when it records what `before` was built from but for values that

@@ -220,3 +220,83 @@ TEST_CASE("cuda.update.a_frame_cuda_refuses_node_by_node_changes_nothing" * doct
     CHECK(read_int(a, 3) == expected);
   }
 }
+
+TEST_CASE("cuda.update.a_rerecorded_pass_sets_only_its_changed_commands" * doctest::timeout(60)) {
+  // An engine's frame: passes recorded as secondaries (one executing another) and executed by a
+  // primary whose own kernel is update-free. CUDA updates no graph with an update-free kernel
+  // as a whole, so new values inside a pass are taken command by command or refused: they must
+  // be taken, in place, and a launch in flight keeps the values it was launched with.
+  const Device gpu = Device::cuda(0);
+  CMDGRAPH_EACH_CUDA_BACKEND(backend) {
+    HostBuffer<int> flag(1);
+    Buffer<int> a(gpu, 4), b(gpu, 4), c(gpu, 4), r(gpu, 4);
+    auto frame = [&](CommandBuffer& primary, int va, int vc, int vr) {
+      CommandBuffer pass_a("pass a"), inner("inner"), pass_c("pass c");
+      pass_a.launch(&set_kernel, LaunchConfig{{1}, {4}}, 4, va, a.data()).named("set a");
+      pass_a.launch(&set_kernel, LaunchConfig{{1}, {4}}, 4, 7, b.data()).named("set b");
+      inner.launch(&set_kernel, LaunchConfig{{1}, {4}}, 4, vc, c.data()).named("set c");
+      pass_c.execute(inner).named("inner");
+      auto gate = primary.launch(&spin_until, LaunchConfig{{1}, {1}}, flag.data()).named("gate");
+      primary.launch(&set_kernel, LaunchConfig{{1}, {4}}, 4, vr, r.data())
+          .after(gate)
+          .named("set r")
+          .update_free();
+      primary.execute(pass_a).after(gate).named("a");
+      primary.execute(pass_c).after(gate).named("c");
+    };
+    auto poison = [&] {
+      for (Buffer<int>* out : {&a, &b, &c, &r}) {
+        TEST_CUDA(cudaMemset(out->data(), 0xff, 4 * sizeof(int)));
+      }
+      TEST_CUDA(cudaDeviceSynchronize());  // the memsets run on the legacy stream
+    };
+    CommandBuffer first("frame");
+    frame(first, 1, 3, 5);
+    Executable exe = compile(first, gpu, {.backend = backend});
+    Queue q(gpu);
+    flag[0] = 1;
+    poison();
+    exe.launch(q).wait();
+    CHECK(read_int(a, 3) == 1);
+    CHECK(read_int(c, 3) == 3);
+
+    flag[0] = 0;
+    poison();
+    Fence held = exe.launch(q);  // waits at the gate while the next frame is taken
+    {
+      // The gate opens however the update ends (a refusal throws), or the launch never ends.
+      struct Open {
+        int* flag;
+        ~Open() { reinterpret_cast<volatile int*>(flag)[0] = 1; }
+      } open{flag.data()};
+      CommandBuffer next("frame");
+      frame(next, 10, 30, 5);
+      const UpdateResult taken = exe.update(next);
+      CHECK_FALSE(taken.reinstantiated);
+      CHECK(taken.commands_changed == 2);
+    }
+    held.wait();
+    CHECK(read_int(a, 3) == 1);  // the launch in flight kept its values
+    CHECK(read_int(c, 3) == 3);
+    poison();
+    exe.launch(q).wait();
+    CHECK(read_int(a, 3) == 10);
+    CHECK(read_int(b, 3) == 7);
+    CHECK(read_int(c, 3) == 30);
+    CHECK(read_int(r, 3) == 5);
+
+    // The primary's kernel and a pass's at once, then the pass's values of the first frame.
+    CommandBuffer both("frame");
+    frame(both, 10, 31, 50);
+    CHECK(exe.update(both).commands_changed == 2);
+    CommandBuffer back("frame");
+    frame(back, 1, 31, 50);
+    CHECK(exe.update(back).commands_changed == 1);
+    poison();
+    exe.launch(q).wait();
+    CHECK(read_int(a, 3) == 1);
+    CHECK(read_int(b, 3) == 7);
+    CHECK(read_int(c, 3) == 31);
+    CHECK(read_int(r, 3) == 50);
+  }
+}

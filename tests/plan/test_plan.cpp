@@ -1,5 +1,6 @@
 // The build stage: order, transitive reduction against brute force, levels, critical path,
 // flattening, and 100,000-command shapes without recursion.
+#include "plan/compare.hpp"
 #include "plan/flat_plan.hpp"
 #include "plan/new_values.hpp"
 #include "plan/order.hpp"
@@ -231,4 +232,69 @@ TEST_CASE("plan.commands.shared_with_the_recording_until_it_changes" * doctest::
   a.cost(std::chrono::microseconds(5));
   CHECK(rec.commands()[0].hints.cost == std::chrono::microseconds(5));
   CHECK_FALSE(plan->command(0).hints.cost);
+}
+
+TEST_CASE("plan.values.body_changes_name_each_changed_command_once" * doctest::timeout(10)) {
+  // A frame of passes: pass a, executed twice, and pass b, which executes `inner`. New values
+  // in a's second command and inner's first are found once each, by the pair of body plans
+  // they ran with and run with now, whether the frame is compared as a plan built anew or
+  // made of the executable's plan.
+  int x = 0;
+  auto record_frame = [&x](CommandBuffer& primary, int in_a, int in_inner) {
+    CommandBuffer a("pass a"), b("pass b"), inner("inner");
+    for (int k = 0; k < 3; ++k) {
+      const int v = k == 1 ? in_a : k;
+      a.parallel_for(1, [p = &x, v](std::size_t) { *p += v; });
+    }
+    inner.parallel_for(1, [p = &x, in_inner](std::size_t) { *p += in_inner; });
+    inner.parallel_for(1, [p = &x](std::size_t) { *p += 1; });
+    b.execute(inner);
+    auto first = primary.execute(a);
+    primary.execute(a).after(first);
+    primary.execute(b);
+  };
+  CommandBuffer first("frame");
+  record_frame(first, 1, 1);
+  const auto plan = plan_of(first);
+  CommandBuffer next("frame");
+  record_frame(next, 2, 2);
+
+  auto check = [](const Plan& ran, const Plan& now, const detail::BodyChanges& bodies) {
+    CHECK(detail::commands_in(bodies) == 2);
+    const Plan& a_ran = *ran.bodies_of(0)[0];
+    const Plan& a_now = *now.bodies_of(0)[0];
+    const Plan& b_ran = *ran.bodies_of(2)[0];
+    const Plan& b_now = *now.bodies_of(2)[0];
+    const auto a = bodies.find({&a_ran, &a_now});
+    REQUIRE(a != bodies.end());
+    CHECK(a->second == std::vector<std::uint32_t>{1});
+    const auto b = bodies.find({&b_ran, &b_now});
+    REQUIRE(b != bodies.end());
+    CHECK(b->second.empty());  // only its body changed
+    const auto inner = bodies.find({b_ran.bodies_of(0)[0].get(), b_now.bodies_of(0)[0].get()});
+    REQUIRE(inner != bodies.end());
+    CHECK(inner->second == std::vector<std::uint32_t>{0});
+    CHECK(detail::reversed(bodies).at({&a_now, &a_ran}) == std::vector<std::uint32_t>{1});
+  };
+  SUBCASE("made of the executable's plan") {
+    const detail::NewValues values =
+        detail::plan_of_new_values(*plan, *detail::recording_of(next));
+    REQUIRE(values.plan);
+    check(*plan, *values.plan, values.bodies);
+  }
+  SUBCASE("built anew") {
+    const auto now = plan_of(next);
+    const auto changes = detail::changed_values(*plan, plan->arguments(), *now);
+    REQUIRE(changes);
+    CHECK(changes->top.empty());
+    check(*plan, *now, changes->bodies);
+  }
+  SUBCASE("the same values: no body changes") {
+    CommandBuffer same("frame");
+    record_frame(same, 1, 1);
+    const detail::NewValues values =
+        detail::plan_of_new_values(*plan, *detail::recording_of(same));
+    REQUIRE(values.plan);
+    CHECK(values.bodies.empty());
+  }
 }

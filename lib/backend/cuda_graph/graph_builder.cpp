@@ -93,13 +93,14 @@ class GraphBuilder::Site final : public GraphSite {
   }
   cudaGraphNode_t body_graph() override {
     const Plan& body = *plan_.bodies_of(c_).front();
-    if (builder_.cupti_) {
-      return builder_.inline_body(body, graph_, deps_, timed_, priority_, before_, after_);
-    }
-    // A device-updatable node cannot be copied into a child graph node (the copy crashed at
-    // teardown on the H200, tools/probes): a body holding one is built in place.
-    if (sized_on_device(body)) {
-      return builder_.inline_body(body, graph_, deps_, timed_, priority_, before_, after_);
+    // Built in place rather than as a child graph node, which CUDA copies: its commands' nodes
+    // are the graph's own, which an update sets one by one, and a body holding a
+    // device-updatable node could not be copied (the copy crashed at teardown on the H200,
+    // tools/probes). Event profiling keeps the child graph, each command timed inside it, and
+    // so does a graph for device launch, which may hold no empty node.
+    const bool as_child = (builder_.profile_ || builder_.device_launch_) && !builder_.cupti_;
+    if (!as_child || sized_on_device(body)) {
+      return builder_.inline_body(body, c_, graph_, deps_, timed_, priority_, before_, after_);
     }
     std::vector<cudaGraphNode_t> nodes;
     cuda::Graph child = cuda::create_graph(name_);
@@ -185,6 +186,35 @@ BuiltGraph GraphBuilder::build_command(const Plan& root, const Plan& plan, std::
   ++out.node_count;
   out_ = nullptr;
   return out;
+}
+
+// The body's nodes straight in `graph`, between an empty entry node (after `deps`) and an empty
+// exit node (after the body's sinks), which the command's dependants follow; outside
+// conditionals' bodies, indexed by the executes leading to it (BuiltGraph::inlined).
+cudaGraphNode_t GraphBuilder::inline_body(const Plan& body, std::uint32_t execute,
+                                          cudaGraph_t graph,
+                                          std::span<const cudaGraphNode_t> deps,
+                                          std::uint32_t timed, std::optional<int> priority,
+                                          const HostAncestors& before, HostAncestors& after) {
+  const cuda::Served served = cuda::for_executable(root_->buffer_name);
+  cuda::NodeSpec empty = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
+  const cudaGraphNode_t entry = cuda::add_node(graph, deps, empty, served);
+  std::vector<cudaGraphNode_t> nodes;
+  const std::uint32_t owner = std::exchange(owner_, timed);
+  if (path_) path_->push_back(execute);
+  after = add_nodes(body, body.arguments(), graph, nodes, entry, false, before, priority);
+  if (path_) {
+    out_->inlined.emplace(*path_, nodes);
+    path_->pop_back();
+  }
+  owner_ = owner;
+  std::vector<cudaGraphNode_t> sinks;
+  for (std::uint32_t k = 0; k < body.size(); ++k) {
+    if (body.children[k].empty()) sinks.push_back(nodes[k]);
+  }
+  if (sinks.empty()) sinks.push_back(entry);
+  empty = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
+  return cuda::add_node(graph, sinks, empty, served);
 }
 
 BuiltGraph GraphBuilder::build(const Plan& plan, ExecutableValues& args,

@@ -1,6 +1,7 @@
 // GraphBuilder: a plan as a cudaGraph_t, one node per command (each kind's node comes from
-// cuda_commands), edges from the plan's transitive reduction. Bodies of executed buffers become
-// child graphs, captures and collectives child graphs of what they enqueued, conditional
+// cuda_commands), edges from the plan's transitive reduction. Bodies of executed buffers are
+// built in place (child graphs under event profiling), captures and collectives become child
+// graphs of what they enqueued, conditional
 // commands conditional WHILE, IF and SWITCH nodes; event profiling adds timed event nodes
 // around every command, CUPTI profiling notes which nodes' activity records time which
 // command and keeps those nodes top-level (graph_builder_cupti.cpp). The streams backend
@@ -94,6 +95,10 @@ struct BuiltGraph {
   };
   const Plan* root = nullptr;
   std::vector<Origin> origins;  // searched only when an error names a node
+  /// The executed buffers built in place, outside conditionals' bodies: by the executes
+  /// leading to one (a root command, then one of its body, ...), the node of each of its
+  /// commands, which an update sets alone.
+  std::map<std::vector<std::uint32_t>, std::vector<cudaGraphNode_t>> inlined;
 };
 
 /// How a GraphBuilder builds.
@@ -113,6 +118,9 @@ struct BuildOptions {
   /// The root plan's update-free kernels, whose nodes an applier node before them sets on the
   /// device (null: none, or built as any kernel).
   const DeviceArguments* arguments = nullptr;
+  /// For launch from the device (CompileOptions::device_launch), whose graphs hold no empty
+  /// node: executed buffers stay child graph nodes.
+  bool device_launch = false;
 };
 
 /// Builds graphs of one plan for one device.
@@ -123,7 +131,7 @@ class GraphBuilder {
         profile_(options.timing == ProfileMode::events),
         cupti_(options.timing == ProfileMode::cupti), captures_(options.captures),
         programmatic_(options.programmatic), reports_(options.reports),
-        arguments_(options.arguments) {}
+        arguments_(options.arguments), device_launch_(options.device_launch) {}
   /// The graph of `plan` with the values of `args` (the executable's own store). Its
   /// transients are memory allocation nodes: as each is made, `transients` binds the transient
   /// where CUDA put it, rewriting the words of `args` that point there, unless `bound` (the
@@ -178,7 +186,7 @@ class GraphBuilder {
   void note_nested(cudaGraph_t graph, std::uint32_t timed, cuda::Served served);
   cudaGraphNode_t marker(cudaGraph_t graph, std::span<const cudaGraphNode_t> deps,
                          std::uint32_t timed, const Plan& plan, std::uint32_t c);
-  cudaGraphNode_t inline_body(const Plan& body, cudaGraph_t graph,
+  cudaGraphNode_t inline_body(const Plan& body, std::uint32_t execute, cudaGraph_t graph,
                               std::span<const cudaGraphNode_t> deps, std::uint32_t timed,
                               std::optional<int> priority, const HostAncestors& before,
                               HostAncestors& after);
@@ -197,9 +205,13 @@ class GraphBuilder {
   bool programmatic_;
   std::shared_ptr<DispatchReports> reports_;
   const DeviceArguments* arguments_;
+  bool device_launch_;
   std::uint32_t owner_ = no_timed;      // the executed buffer being built (CUPTI)
   std::uint32_t fold_into_ = no_timed;  // the conditional whose body is being built (CUPTI)
   BuiltGraph* out_ = nullptr;  // the graph being built
+  // The executes leading to the body being built (BuiltGraph::inlined); none within a
+  // conditional's body.
+  std::optional<std::vector<std::uint32_t>> path_ = std::vector<std::uint32_t>{};
   const Plan* root_ = nullptr;
   cuda::Stream capture_stream_;  // made when a capture runs during the build
   // Transients of the graph being built: where the arguments point, where its nodes put them.

@@ -80,28 +80,6 @@ cudaGraphNode_t GraphBuilder::marker(cudaGraph_t graph, std::span<const cudaGrap
   return node;
 }
 
-// The body's nodes straight in `graph`, between an empty entry node (after `deps`) and an empty
-// exit node (after the body's sinks), which the command's dependants follow.
-cudaGraphNode_t GraphBuilder::inline_body(const Plan& body, cudaGraph_t graph,
-                                          std::span<const cudaGraphNode_t> deps,
-                                          std::uint32_t timed, std::optional<int> priority,
-                                          const HostAncestors& before, HostAncestors& after) {
-  const cuda::Served served = cuda::for_executable(root_->buffer_name);
-  cuda::NodeSpec empty = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
-  const cudaGraphNode_t entry = cuda::add_node(graph, deps, empty, served);
-  std::vector<cudaGraphNode_t> nodes;
-  const std::uint32_t owner = std::exchange(owner_, timed);
-  after = add_nodes(body, body.arguments(), graph, nodes, entry, false, before, priority);
-  owner_ = owner;
-  std::vector<cudaGraphNode_t> sinks;
-  for (std::uint32_t k = 0; k < body.size(); ++k) {
-    if (body.children[k].empty()) sinks.push_back(nodes[k]);
-  }
-  if (sinks.empty()) sinks.push_back(entry);
-  empty = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
-  return cuda::add_node(graph, sinks, empty, served);
-}
-
 // Stream capture straight into `graph` (cudaStreamBeginCaptureToGraph), after `deps`: what the
 // callable enqueues becomes top-level nodes of ours, each noted for `timed`. The command's node
 // is an empty one after the capture's last nodes. The callable runs here, once more than

@@ -100,7 +100,7 @@ InstanceOptions GraphExecutable::instance_options(ProfileMode timing, Captures* 
   InstanceOptions options;
   options.build = {ordinal(), nullptr, timing, captures, lowering().programmatic, reports_};
   if (timing == ProfileMode::cupti) options.tracing = session_;
-  options.device_launch = lowering().device_launch;
+  options.build.device_launch = lowering().device_launch;
   options.build.arguments = arguments_.get();
   return options;
 }

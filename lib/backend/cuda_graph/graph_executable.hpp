@@ -46,6 +46,11 @@ class GraphExecutable final : public CudaExecutable, private FrameWrites {
  protected:
   void check_runs(const Plan& plan) const override;
   FrameWrites* frame_writes() override;
+  // Sets the nodes of executed buffers built in place (BuiltGraph::inlined), in every
+  // instance; false when a changed command lies in a body built whole (a conditional's, a
+  // child graph) or is a collective, or when CUDA refuses one (whose node takes its old values
+  // back).
+  bool take_body_values(const Plan& ran, const Plan& now, const BodyChanges& changes) override;
 
  private:
   ProfileMode mode() const noexcept { return stats().profile_mode; }

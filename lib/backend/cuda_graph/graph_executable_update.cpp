@@ -2,6 +2,7 @@
 // is update-free; a re-recorded plan taken in place (cudaGraphExecUpdate) or rebuilt.
 #include "backend/cuda_graph/graph_executable.hpp"
 
+#include "command/payloads.hpp"
 #include "command/transient_range.hpp"
 #include "cuda/graph_ops.hpp"
 
@@ -12,6 +13,103 @@
 #include <vector>
 
 namespace cmdgraph::detail {
+namespace {
+
+// A command of an executed buffer to set: where its body lies (the executes leading to it),
+// the body's plan it ran with and the one with its new values.
+struct BodyCommand {
+  std::vector<std::uint32_t> path;
+  const Plan* ran;
+  const Plan* now;
+  std::uint32_t command;
+};
+
+// Whether a body, or one of its own, has commands with new values.
+bool any_changed(const Plan& ran, const Plan& now, const BodyChanges& changes) {
+  if (&ran == &now) return false;
+  const auto it = changes.find({&ran, &now});
+  if (it == changes.end() || !it->second.empty()) return true;  // never compared: changed
+  for (std::uint32_t c = 0; c < now.size(); ++c) {
+    for (std::size_t b = 0; b < now.bodies_of(c).size(); ++b) {
+      if (any_changed(*ran.bodies_of(c)[b], *now.bodies_of(c)[b], changes)) return true;
+    }
+  }
+  return false;
+}
+
+// The commands with new values of the executed buffers under `ran` / `now`, at `path`; false
+// when one lies in a conditional's body or cannot be set alone.
+bool body_commands(const Plan& ran, const Plan& now, const BodyChanges& changes,
+                   std::vector<std::uint32_t>& path, std::vector<BodyCommand>& out) {
+  for (std::uint32_t c = 0; c < now.size(); ++c) {
+    for (std::size_t b = 0; b < now.bodies_of(c).size(); ++b) {
+      const Plan& was = *ran.bodies_of(c)[b];
+      const Plan& is = *now.bodies_of(c)[b];
+      if (!traits(now.kind(c)).expands) {
+        if (any_changed(was, is, changes)) return false;
+        continue;
+      }
+      if (&was == &is) continue;
+      const auto it = changes.find({&was, &is});
+      if (it == changes.end()) return false;
+      path.push_back(c);
+      for (std::uint32_t k : it->second) {
+        // A collective's node takes a graph captured again, which the executable keeps.
+        const KindTraits& t = traits(is.kind(k));
+        if (!t.updatable || t.captured) return false;
+        out.push_back({path, &was, &is, k});
+      }
+      if (!body_commands(was, is, changes, path, out)) return false;
+      path.pop_back();
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool GraphExecutable::take_body_values(const Plan& ran, const Plan& now,
+                                       const BodyChanges& changes) {
+  std::vector<BodyCommand> commands;
+  std::vector<std::uint32_t> path;
+  if (!body_commands(ran, now, changes, path, commands)) return false;
+  // Every node found before any is set.
+  struct Set {
+    Instance* in;
+    cudaGraphNode_t node;
+    const BodyCommand* command;
+  };
+  std::vector<Set> sets;
+  for (Instance* in : instances()) {
+    for (const BodyCommand& command : commands) {
+      const auto body = in->built.inlined.find(command.path);
+      if (body == in->built.inlined.end()) return false;  // a child graph (event profiling)
+      sets.push_back({in, body->second[command.command], &command});
+    }
+  }
+  const cuda::ScopedDevice on(ordinal());
+  auto set = [this](const Set& s, const Plan& body) {
+    GraphBuilder::update_node(body, s.command->command, body.arguments(), ordinal(),
+                              s.in->exec.get(), s.node);
+  };
+  std::size_t applied = 0;
+  try {
+    for (; applied < sets.size(); ++applied) set(sets[applied], *sets[applied].command->now);
+  } catch (const Error&) {
+    // As for a root command: every node set so far takes its old values again, and the whole
+    // path decides.
+    for (std::size_t i = 0; i <= applied && i < sets.size(); ++i) {
+      try {
+        set(sets[i], *sets[i].command->ran);
+      } catch (const Error&) {  // refused again: it never took the new values
+      }
+    }
+    return false;
+  }
+  if (learning_) retire_all(learning_->release());  // built from the values before
+  uploaded_for_device_ = false;
+  return true;
+}
 
 void GraphExecutable::apply_update(std::uint32_t c) {
   if (arguments_ && arguments_->stage(c, args_.read())) return;  // the next launch hands it
@@ -123,9 +221,12 @@ std::optional<std::string> GraphExecutable::update_instances(const Plan& plan,
                                                              const UpdateOptions& options,
                                                              std::vector<BuiltGraph>& fresh) {
   for (Instance* in : instances()) {
-    GraphBuilder builder({ordinal(), current_.host_errors.get(),
-                          in == &current_ ? mode() : ProfileMode::off, nullptr,
-                          lowering().programmatic, reports_});
+    GraphBuilder builder({.device = ordinal(),
+                          .errors = current_.host_errors.get(),
+                          .timing = in == &current_ ? mode() : ProfileMode::off,
+                          .programmatic = lowering().programmatic,
+                          .reports = reports_,
+                          .device_launch = lowering().device_launch});
     // The plan has the executable's structure, so its lane edges still hold every edge;
     // costs given since would shape it otherwise, and CUDA updates no edge.
     fresh.push_back(builder.build(plan, args, transients, true, in->built.shaping));

@@ -47,7 +47,7 @@ Instance instantiate(const Plan& plan, ExecutableValues& args, TransientBinding&
     std::optional<cuda::cupti::CloneLog> clones;
     if (in.built.cupti) clones.emplace();
     in.exec = cuda::instantiate(in.built.graph.get(), stream.get(),
-                                {in.built.node_priority, options.device_launch}, served,
+                                {in.built.node_priority, options.build.device_launch}, served,
                                 [&](cudaGraphNode_t node) { return in.built.name_of(node); });
     if (clones) map_nodes(*in.built.cupti, ids, clones->take(served));
   }

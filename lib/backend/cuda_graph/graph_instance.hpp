@@ -30,7 +30,6 @@ struct InstanceOptions {
   cuda::cupti::Session* tracing = nullptr;
   std::shared_ptr<HostErrors> errors;  // another instance's, to share: its launches count as ours
   double* instantiate_ms = nullptr;
-  bool device_launch = false;  // CompileOptions::device_launch
   /// Lane edges to build with instead of the plan's own shaping (learned ones).
   std::shared_ptr<const GraphShaping> shaping;
 };

@@ -92,6 +92,8 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
   const std::uint32_t fold = std::exchange(fold_into_, fold_into_ == no_timed ? timed : fold_into_);
   out_->origins.push_back({first, &plan, c});
   ++out_->node_count;
+  // No node in a conditional's body is set alone: updates take the body whole.
+  const auto path = std::exchange(path_, std::nullopt);
   for (std::size_t b = 0; b < bodies.size(); ++b) {
     const Plan& body = *bodies[b];
     cudaGraph_t body_graph = conditional.params.conditional.phGraph_out[b];
@@ -115,6 +117,7 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
     out_->origins.push_back({again, &plan, c});
     ++out_->node_count;
   }
+  path_ = path;
   fold_into_ = fold;
   // CUPTI: the end of the passes, which run inside the node where no record is ours to read.
   if (cupti_ && fold == no_timed) return marker(graph, {&node, 1}, timed, plan, c);
