@@ -254,6 +254,14 @@ TEST_CASE("cuda.update.a_rerecorded_pass_sets_only_its_changed_commands" * docte
     frame(first, 1, 3, 5);
     Executable exe = compile(first, gpu, {.backend = backend});
     Queue q(gpu);
+    auto launch_and_check = [&](int va, int vc, int vr) {
+      poison();
+      exe.launch(q).wait();
+      CHECK(read_int(a, 3) == va);
+      CHECK(read_int(b, 3) == 7);
+      CHECK(read_int(c, 3) == vc);
+      CHECK(read_int(r, 3) == vr);
+    };
     flag[0] = 1;
     poison();
     exe.launch(q).wait();
@@ -278,12 +286,7 @@ TEST_CASE("cuda.update.a_rerecorded_pass_sets_only_its_changed_commands" * docte
     held.wait();
     CHECK(read_int(a, 3) == 1);  // the launch in flight kept its values
     CHECK(read_int(c, 3) == 3);
-    poison();
-    exe.launch(q).wait();
-    CHECK(read_int(a, 3) == 10);
-    CHECK(read_int(b, 3) == 7);
-    CHECK(read_int(c, 3) == 30);
-    CHECK(read_int(r, 3) == 5);
+    launch_and_check(10, 30, 5);
 
     // The primary's kernel and a pass's at once, then the pass's values of the first frame.
     CommandBuffer both("frame");
@@ -292,11 +295,6 @@ TEST_CASE("cuda.update.a_rerecorded_pass_sets_only_its_changed_commands" * docte
     CommandBuffer back("frame");
     frame(back, 1, 31, 50);
     CHECK(exe.update(back).commands_changed == 1);
-    poison();
-    exe.launch(q).wait();
-    CHECK(read_int(a, 3) == 1);
-    CHECK(read_int(b, 3) == 7);
-    CHECK(read_int(c, 3) == 31);
-    CHECK(read_int(r, 3) == 50);
+    launch_and_check(1, 31, 50);
   }
 }

@@ -15,13 +15,13 @@
 namespace cmdgraph::detail {
 namespace {
 
-// A command of an executed buffer to set: where its body lies (the executes leading to it),
-// the body's plan it ran with and the one with its new values.
-struct BodyCommand {
+// An executed buffer with commands to set: where it lies (the executes leading to it), the
+// body's plan it ran with and the one with its new values, and which commands.
+struct BodyToSet {
   std::vector<std::uint32_t> path;
   const Plan* ran;
   const Plan* now;
-  std::uint32_t command;
+  const std::vector<std::uint32_t>* commands;
 };
 
 // Whether a body, or one of its own, has commands with new values.
@@ -37,10 +37,10 @@ bool any_changed(const Plan& ran, const Plan& now, const BodyChanges& changes) {
   return false;
 }
 
-// The commands with new values of the executed buffers under `ran` / `now`, at `path`; false
-// when one lies in a conditional's body or cannot be set alone.
-bool body_commands(const Plan& ran, const Plan& now, const BodyChanges& changes,
-                   std::vector<std::uint32_t>& path, std::vector<BodyCommand>& out) {
+// The executed buffers under `ran` / `now`, at `path`, with commands to set; false when a
+// change lies in a conditional's body or a command cannot be set alone.
+bool bodies_to_set(const Plan& ran, const Plan& now, const BodyChanges& changes,
+                   std::vector<std::uint32_t>& path, std::vector<BodyToSet>& out) {
   for (std::uint32_t c = 0; c < now.size(); ++c) {
     for (std::size_t b = 0; b < now.bodies_of(c).size(); ++b) {
       const Plan& was = *ran.bodies_of(c)[b];
@@ -57,9 +57,9 @@ bool body_commands(const Plan& ran, const Plan& now, const BodyChanges& changes,
         // A collective's node takes a graph captured again, which the executable keeps.
         const KindTraits& t = traits(is.kind(k));
         if (!t.updatable || t.captured) return false;
-        out.push_back({path, &was, &is, k});
       }
-      if (!body_commands(was, is, changes, path, out)) return false;
+      if (!it->second.empty()) out.push_back({path, &was, &is, &it->second});
+      if (!bodies_to_set(was, is, changes, path, out)) return false;
       path.pop_back();
     }
   }
@@ -70,37 +70,38 @@ bool body_commands(const Plan& ran, const Plan& now, const BodyChanges& changes,
 
 bool GraphExecutable::take_body_values(const Plan& ran, const Plan& now,
                                        const BodyChanges& changes) {
-  std::vector<BodyCommand> commands;
+  std::vector<BodyToSet> bodies;
   std::vector<std::uint32_t> path;
-  if (!body_commands(ran, now, changes, path, commands)) return false;
-  // Every node found before any is set.
+  if (!bodies_to_set(ran, now, changes, path, bodies)) return false;
+  // Every node found before any is set: a lookup a body, not a command.
   struct Set {
     Instance* in;
+    const BodyToSet* body;
+    std::uint32_t command;
     cudaGraphNode_t node;
-    const BodyCommand* command;
   };
   std::vector<Set> sets;
   for (Instance* in : instances()) {
-    for (const BodyCommand& command : commands) {
-      const auto body = in->built.inlined.find(command.path);
-      if (body == in->built.inlined.end()) return false;  // a child graph (event profiling)
-      sets.push_back({in, body->second[command.command], &command});
+    for (const BodyToSet& body : bodies) {
+      const auto nodes = in->built.inlined.find(body.path);
+      if (nodes == in->built.inlined.end()) return false;  // a child graph (event profiling)
+      for (std::uint32_t k : *body.commands) sets.push_back({in, &body, k, nodes->second[k]});
     }
   }
   const cuda::ScopedDevice on(ordinal());
   auto set = [this](const Set& s, const Plan& body) {
-    GraphBuilder::update_node(body, s.command->command, body.arguments(), ordinal(),
-                              s.in->exec.get(), s.node);
+    GraphBuilder::update_node(body, s.command, body.arguments(), ordinal(), s.in->exec.get(),
+                              s.node);
   };
   std::size_t applied = 0;
   try {
-    for (; applied < sets.size(); ++applied) set(sets[applied], *sets[applied].command->now);
+    for (; applied < sets.size(); ++applied) set(sets[applied], *sets[applied].body->now);
   } catch (const Error&) {
     // As for a root command: every node set so far takes its old values again, and the whole
     // path decides.
     for (std::size_t i = 0; i <= applied && i < sets.size(); ++i) {
       try {
-        set(sets[i], *sets[i].command->ran);
+        set(sets[i], *sets[i].body->ran);
       } catch (const Error&) {  // refused again: it never took the new values
       }
     }
