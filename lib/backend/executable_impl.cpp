@@ -128,13 +128,16 @@ void ExecutableImpl::close_frame() noexcept {
 UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
                                          const UpdateOptions& options) {
   ++frame_epoch_;  // writers' handles may name none of its commands; it may rebuild
-  check_runs(*plan);
   const Difference difference = structural_difference(*plan_, *plan);
   if (!difference) {
-    const auto changes = changed_values(*plan_, current_values(), *plan);
-    if (!changes) return take_changed(std::move(plan), nullptr, {}, options);
-    return take_changed(std::move(plan), &changes->top, changes->bodies, options);
+    if (const auto changes = changed_values(*plan_, current_values(), *plan)) {
+      check_changed(*plan, changes->top, changes->bodies);
+      return take_changed(std::move(plan), &changes->top, changes->bodies, options);
+    }
+    check_runs(*plan);
+    return take_changed(std::move(plan), nullptr, {}, options);
   }
+  check_runs(*plan);
   if (!options.reinstantiate_if_needed) refuse_update(difference.what, {difference.command});
   const std::size_t commands = plan->size();
   UpdateResult result = take(std::move(plan), difference, options);
@@ -145,13 +148,20 @@ UpdateResult ExecutableImpl::update_from(std::shared_ptr<const Plan> plan,
 UpdateResult ExecutableImpl::update_values_from(NewValues values, const UpdateOptions& options) {
   ++frame_epoch_;  // as in update_from
   const auto top = commands_with_new_values(current_values(), *values.plan);
-  // An unchanged command was checked with these values already: a frame costs what changed.
-  if (top && values.bodies.empty()) {
-    check_values(*values.plan, *top);
+  if (top) {
+    check_changed(*values.plan, *top, values.bodies);
   } else {
     check_runs(*values.plan);
   }
   return take_changed(std::move(values.plan), top ? &*top : nullptr, values.bodies, options);
+}
+
+void ExecutableImpl::check_changed(const Plan& plan, std::span<const std::uint32_t> top,
+                                   const BodyChanges& bodies) const {
+  // An unchanged command was checked with its values already, in a plan of this structure: a
+  // frame costs what changed.
+  check_values(plan, top, plan);
+  for (const auto& [ran_now, commands] : bodies) check_values(*ran_now.second, commands, plan);
 }
 
 UpdateResult ExecutableImpl::take_changed(std::shared_ptr<const Plan> plan,

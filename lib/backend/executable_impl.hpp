@@ -199,9 +199,14 @@ class ExecutableImpl {
  protected:
   /// Throws, naming the first command of `plan` this backend cannot run on its device.
   virtual void check_runs(const Plan& plan) const = 0;
-  /// As check_runs for `commands` alone (root commands of `plan` whose values are new): `plan`
-  /// has the structure of one check_runs passed, so only new values can be refused.
-  virtual void check_values(const Plan& plan, std::span<const std::uint32_t> commands) const = 0;
+  /// As check_runs for `commands` of `plan` alone (`root` or a body of it), whose values are
+  /// new: `root` has the structure of one check_runs passed, so only new values can be refused.
+  virtual void check_values(const Plan& plan, std::span<const std::uint32_t> commands,
+                            const Plan& root) const = 0;
+  /// check_values for the commands of `plan` (of this executable's structure) whose values are
+  /// new: `top`, and those of its bodies `bodies` names.
+  void check_changed(const Plan& plan, std::span<const std::uint32_t> top,
+                     const BodyChanges& bodies) const;
   /// Takes `plan`, which runs here: in place when `difference` is empty (it may still refuse,
   /// as CUDA may), else rebuilt (allowed by `options`). Calls replace_plan.
   virtual UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,

@@ -201,6 +201,44 @@ TEST_CASE("frame_passes.a_pass_executed_twice_counts_once" * doctest::timeout(60
   }
 }
 
+TEST_CASE("frame_passes.a_new_value_the_device_cannot_reach_is_refused_by_name" *
+          doctest::timeout(60)) {
+  // Only the changed commands are checked for the device: an unreachable target, new in a pass
+  // or at the top, is still refused, named where it sits, and the executable keeps its values.
+  CMDGRAPH_EACH_BACKEND(on) {
+    HostBuffer<int> data(4), top(4);
+    const View<int> unreachable(data.data(), 4, MemorySpace::device, 7);  // no such device
+    CommandBuffer pass("pass"), primary("frame");
+    auto frame = [&](View<int> in_pass, View<int> at_top, int value) -> CommandBuffer& {
+      pass.reset();
+      auto first = pass.fill(data, value, 4).named("first");
+      pass.fill(in_pass, value, 4).named("second").after(first);
+      primary.reset();
+      auto run = primary.execute(pass).named("pass");
+      primary.fill(at_top, value, 4).named("top").after(run);
+      return primary;
+    };
+    const View<int> own = data, top_view = top;
+    Executable exe = compile(frame(own, top_view, 1), on.device, on.options());
+    Queue q(on.device);
+    for (const bool in_pass : {true, false}) {
+      CAPTURE(in_pass);
+      CommandBuffer& bad = in_pass ? frame(unreachable, top_view, 2) : frame(own, unreachable, 2);
+      auto e = CMDGRAPH_EXPECT_ERROR(exe.update(bad), errc::device_mismatch);
+      REQUIRE(e);
+      CHECK(e->commands() == std::vector<std::string>{in_pass ? "pass/second" : "top"});
+      data[0] = top[0] = -7;
+      exe.launch(q).wait();
+      CHECK(data[0] == 1);  // the values compiled, not the refused frame's
+      CHECK(top[0] == 1);
+    }
+    CHECK(exe.update(frame(own, top_view, 3)).commands_changed == 3);
+    exe.launch(q).wait();
+    CHECK(data[3] == 3);
+    CHECK(top[3] == 3);
+  }
+}
+
 TEST_CASE("frame_passes.one_pass_run_where_two_ran_is_compared_with_each" *
           doctest::timeout(60)) {
   // Two passes that wrote 1 then 2 become one pass run twice writing 1: the second run's

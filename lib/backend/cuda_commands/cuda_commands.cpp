@@ -430,8 +430,8 @@ void check_runs_on_device(const Plan& plan, int device) {
 }
 
 void check_values_on_device(const Plan& plan, std::span<const std::uint32_t> commands,
-                            int device) {
-  for (const std::uint32_t c : commands) std::visit(Check(plan, c, plan, device), plan.payload(c));
+                            const Plan& root, int device) {
+  for (const std::uint32_t c : commands) std::visit(Check(plan, c, root, device), plan.payload(c));
 }
 
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device) {

@@ -25,10 +25,10 @@ namespace cmdgraph::detail {
 /// device (waiting for one is fine), memory of another device outside a copy, what the body of
 /// a conditional command cannot hold. Opens peer access for copies that reach another device.
 void check_runs_on_device(const Plan& plan, int device);
-/// As check_runs_on_device for root commands `commands` of `plan` alone, whose values are new
-/// in a plan of a structure that passed it.
+/// As check_runs_on_device for commands `commands` of `plan` alone (`root` or a body of it),
+/// whose values are new in a plan of a structure that passed it.
 void check_values_on_device(const Plan& plan, std::span<const std::uint32_t> commands,
-                            int device);
+                            const Plan& root, int device);
 /// Throws unless memory `r` can be reached by root command `c` on CUDA device `device`.
 void check_device_memory(const Plan& plan, std::uint32_t c, const MemoryRange& r, int device);
 

@@ -78,9 +78,9 @@ void CudaExecutable::check_memory(std::uint32_t c, const MemoryRange& r) const {
 
 void CudaExecutable::check_runs(const Plan& plan) const { check_runs_on_device(plan, ordinal()); }
 
-void CudaExecutable::check_values(const Plan& plan,
-                                  std::span<const std::uint32_t> commands) const {
-  check_values_on_device(plan, commands, ordinal());
+void CudaExecutable::check_values(const Plan& plan, std::span<const std::uint32_t> commands,
+                                  const Plan& root) const {
+  check_values_on_device(plan, commands, root, ordinal());
 }
 
 void CudaExecutable::start_context(std::shared_ptr<const LaunchContext> context) {

@@ -61,7 +61,8 @@ class CudaExecutable : public ExecutableImpl {
   /// of this executable's previous launch when that was another one (the run must follow it).
   virtual void enqueue(CudaQueue& queue, CudaQueue* previous) = 0;
   void check_runs(const Plan& plan) const override;
-  void check_values(const Plan& plan, std::span<const std::uint32_t> commands) const override;
+  void check_values(const Plan& plan, std::span<const std::uint32_t> commands,
+                    const Plan& root) const override;
 
   /// Launches from now on report errors through `context`, numbered from 0 again; no launch
   /// through it has been profiled yet.

@@ -46,10 +46,11 @@ void check_runs_on_host(const Plan& plan, bool portable) {
   check_commands_on_host(plan, plan);
 }
 
-void check_values_on_host(const Plan& plan, std::span<const std::uint32_t> commands) {
+void check_values_on_host(const Plan& plan, std::span<const std::uint32_t> commands,
+                          const Plan& root) {
   for (const std::uint32_t c : commands) {
     if (const HostRefusal refusal = host_refusal(plan.payload(c), plan.arguments())) {
-      refuse(plan, c, plan, refusal);
+      refuse(plan, c, root, refusal);
     }
   }
 }
@@ -271,8 +272,9 @@ class HostExecutable final : public ExecutableImpl {
 
  private:
   void check_runs(const Plan& plan) const override { check_runs_on_host(plan, portable_); }
-  void check_values(const Plan& plan, std::span<const std::uint32_t> commands) const override {
-    check_values_on_host(plan, commands);
+  void check_values(const Plan& plan, std::span<const std::uint32_t> commands,
+                    const Plan& root) const override {
+    check_values_on_host(plan, commands, root);
   }
 
   UpdateResult take(std::shared_ptr<const Plan> plan, const Difference& difference,
