@@ -5,6 +5,7 @@
 
 #include <cmdgraph/detail/specs.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -41,6 +42,30 @@ class ArgumentStore {
     slots_.push_back({static_cast<std::uint32_t>(offset), param.size});
     used_ = end;
     return static_cast<Slot>(slots_.size() - 1);
+  }
+  /// Copies a kernel's arguments in, in order, into consecutive slots; returns the first.
+  /// Inline, as add(): laid out already (KernelArguments::image), they cost one copy.
+  Slot add_all(const KernelArguments& arguments) {
+    const auto first = static_cast<Slot>(slots_.size());
+    if (!arguments.image || arguments.image_align > block_align) {  // one by one, as add() does
+      for (std::size_t i = 0; i < arguments.count; ++i) add(arguments.params[i]);
+      return first;
+    }
+    const std::size_t align = arguments.image_align;
+    const std::size_t base = (used_ + align - 1) & ~(align - 1);
+    const std::size_t end = base + arguments.image_bytes;
+    if (end > capacity_ || capacity_ == 0) reserve(end ? end : 1);
+    if (slots_.capacity() < first + arguments.count) {
+      slots_.reserve(std::max<std::size_t>(first + arguments.count, 2 * slots_.capacity()));
+    }
+    for (std::size_t b = used_; b < base; ++b) bytes_[b] = std::byte{0};
+    std::memcpy(bytes_.get() + base, arguments.image, arguments.image_bytes);
+    for (std::size_t i = 0; i < arguments.count; ++i) {
+      const auto at = static_cast<const std::byte*>(arguments.params[i].value) - arguments.image;
+      slots_.push_back({static_cast<std::uint32_t>(base + at), arguments.params[i].size});
+    }
+    used_ = end;
+    return first;
   }
   /// Copies a trivially copyable value in; returns its slot.
   template <class T>

@@ -93,7 +93,7 @@ detail::CommandRef CommandBuffer::add_kernel(const detail::KernelSpec& spec,
   detail::ArgumentStore& args = rec.arguments();
   const auto config = args.add_value(spec.config);
   const detail::KernelArguments& arguments = spec.arguments;
-  for (std::size_t i = 0; i < arguments.count; ++i) args.add(arguments.params[i]);
+  args.add_all(arguments);
   return rec.add(detail::KernelPayload{spec.function, config, config + 1,
                                        static_cast<std::uint32_t>(arguments.count),
                                        arguments.signature});
@@ -123,7 +123,7 @@ detail::CommandRef CommandBuffer::add_indirect(const detail::IndirectRecord& rec
   detail::ArgumentStore& args = rec.arguments();
   const auto spec = args.add_value(record.spec);
   const detail::KernelArguments& arguments = record.arguments;
-  for (std::size_t i = 0; i < arguments.count; ++i) args.add(arguments.params[i]);
+  args.add_all(arguments);
   std::uint32_t params = static_cast<std::uint32_t>(arguments.count);
   if (detail::runs_items(record.spec.form)) {
     // The parallel_for kernel's count, which a count's dispatcher sets as the command runs.

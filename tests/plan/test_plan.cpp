@@ -12,6 +12,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <new>
 #include <set>
 
 using namespace cmdgraph;
@@ -232,6 +236,67 @@ TEST_CASE("plan.commands.shared_with_the_recording_until_it_changes" * doctest::
   a.cost(std::chrono::microseconds(5));
   CHECK(rec.commands()[0].hints.cost == std::chrono::microseconds(5));
   CHECK_FALSE(plan->command(0).hints.cost);
+}
+
+namespace {
+
+struct Padded {
+  char tag;  // then 7 bytes of padding
+  double weight;
+};
+struct alignas(16) Wide {
+  float lanes[4];
+};
+void mixed(char, double, Padded, float, Wide, int*) {}
+void nothing() {}
+
+// Records a kernel without parameters, then `mixed`, its Padded built on stack bytes of
+// `noise`.
+CommandBuffer& record_mixed(CommandBuffer& cmd, int* out, double weight, unsigned char noise) {
+  cmd.launch(&nothing, LaunchConfig{{1}, {1}});
+  alignas(Padded) unsigned char bytes[sizeof(Padded)];
+  std::fill(std::begin(bytes), std::end(bytes), noise);
+  auto* padded = new (bytes) Padded;  // default-initialized: the padding keeps the noise
+  padded->tag = 'p';
+  padded->weight = weight;
+  cmd.launch(&mixed, LaunchConfig{{1}, {1}}, 'c', 2.0f, *padded, 3.5, Wide{{1, 2, 3, 4}}, out);
+  return cmd;
+}
+
+}  // namespace
+
+TEST_CASE("plan.values.kernel_arguments_stored_converted_aligned_and_zero_padded" *
+          doctest::timeout(10)) {
+  // A kernel's arguments are stored in one copy of their converted values: each slot holds its
+  // parameter's value at its alignment, and equal values store equal bytes, the padding inside
+  // a value and between values zeroed, so a re-recorded frame compares equal.
+  int out = 0;
+  CommandBuffer first("first"), same("same"), other("other");
+  auto plan = plan_of(record_mixed(first, &out, 0.25, 0x11));
+  const auto& kernel = std::get<detail::KernelPayload>(plan->payload(1));
+  REQUIRE(kernel.param_count == 6);
+  const detail::ArgumentStore& args = plan->arguments();
+  const detail::ArgumentStore::Slot p = kernel.first_param;
+  const std::size_t aligns[] = {alignof(char), alignof(double), alignof(Padded), alignof(float),
+                                alignof(Wide), alignof(int*)};
+  const std::size_t sizes[] = {sizeof(char), sizeof(double), sizeof(Padded), sizeof(float),
+                               sizeof(Wide), sizeof(int*)};
+  for (std::uint32_t i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    CHECK(reinterpret_cast<std::uintptr_t>(args.data(p + i)) % aligns[i] == 0);
+    CHECK(args.size(p + i) == sizes[i]);
+  }
+  CHECK(args.get<char>(p) == 'c');
+  CHECK(args.get<double>(p + 1) == 2.0);  // a float converted to the double parameter
+  CHECK(args.get<Padded>(p + 2).weight == 0.25);
+  CHECK(args.get<float>(p + 3) == 3.5f);
+  CHECK(args.get<Wide>(p + 4).lanes[3] == 4.0f);
+  CHECK(args.get<int*>(p + 5) == &out);
+
+  auto same_plan = plan_of(record_mixed(same, &out, 0.25, 0x22));
+  CHECK(same_plan->arguments().same_bytes(args, kernel.config, p + 6));
+  auto other_plan = plan_of(record_mixed(other, &out, 0.5, 0x11));
+  CHECK_FALSE(other_plan->arguments().same_bytes(args, kernel.config, p + 6));
 }
 
 TEST_CASE("plan.values.body_changes_name_each_changed_command_once" * doctest::timeout(10)) {

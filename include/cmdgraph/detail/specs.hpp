@@ -7,10 +7,12 @@
 #include <cmdgraph/memory.hpp>
 #include <cmdgraph/portable.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
-#include <tuple>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
@@ -33,6 +35,12 @@ struct KernelArguments {
   const KernelParam* params;
   std::size_t count;
   const std::type_info* signature;  // typeid(void (*)(P...)): what typed updates must match
+  /// Where the values lie as a recording stores them, when they do (else null): one after
+  /// another, each at a multiple of its alignment from `image` (of alignment `image_align`),
+  /// zeros between them and in their padding. `params` point into it. One copy records them.
+  const std::byte* image = nullptr;
+  std::uint32_t image_bytes = 0;
+  std::uint32_t image_align = 1;
 };
 
 struct KernelSpec {
@@ -240,27 +248,61 @@ KernelParam kernel_param(const P& value) noexcept {
           padding_clearer<P>()};
 }
 
+/// Where values of types P... lie laid out as a recording stores them (KernelArguments::image):
+/// each at the first multiple of its alignment after the one before.
+template <class... P>
+struct ParameterLayout {
+  static constexpr std::size_t count = sizeof...(P);
+  /// Each value's offset, then the end of the last.
+  static constexpr std::array<std::size_t, count + 1> offsets = [] {
+    constexpr std::size_t sizes[] = {sizeof(P)..., 0}, aligns[] = {alignof(P)..., 1};
+    std::array<std::size_t, count + 1> at{};
+    for (std::size_t i = 0; i < count; ++i) {
+      at[i] = (at[count] + aligns[i] - 1) / aligns[i] * aligns[i];
+      at[count] = at[i] + sizes[i];
+    }
+    return at;
+  }();
+  static constexpr std::size_t bytes = offsets[count];
+  static constexpr std::size_t align = std::max({std::size_t{1}, alignof(P)...});
+};
+
 /// Arguments converted to kernel parameter types P..., as launch() and update() take them
-/// (first_misfit has checked that each fits). Not copied: `arguments()` points into it.
+/// (first_misfit has checked that each fits), laid out as a recording stores them. Not copied:
+/// `arguments()` points into it.
 template <class... P>
 class ConvertedArguments {
+  using Layout = ParameterLayout<P...>;
+
  public:
   template <class... A>
-  explicit ConvertedArguments(A&&... args) : values_(static_cast<P>(std::forward<A>(args))...) {
-    fill(std::index_sequence_for<P...>{});
+  explicit ConvertedArguments(A&&... args) {
+    place(std::index_sequence_for<P...>{}, std::forward<A>(args)...);
   }
   ConvertedArguments(const ConvertedArguments&) = delete;
   ConvertedArguments& operator=(const ConvertedArguments&) = delete;
   KernelArguments arguments() const noexcept {
-    return {params_, sizeof...(P), &typeid(void (*)(P...))};
+    return {params_, sizeof...(P), &typeid(void (*)(P...)), image_, Layout::bytes, Layout::align};
   }
 
  private:
-  template <std::size_t... I>
-  void fill(std::index_sequence<I...>) noexcept {
-    ((params_[I] = kernel_param(std::get<I>(values_))), ...);
+  template <std::size_t... I, class... A>
+  void place(std::index_sequence<I...>, A&&... args) {
+    ((params_[I] = place_one<P>(Layout::offsets[I], std::forward<A>(args))), ...);
   }
-  std::tuple<P...> values_;
+  // Converts `arg` to P into the image (kernel parameters are trivially copyable), its padding
+  // zeroed.
+  template <class Q, class A>
+  KernelParam place_one(std::size_t offset, A&& arg) {
+    const Q value = static_cast<Q>(std::forward<A>(arg));
+    std::byte* at = image_ + offset;
+    std::memcpy(at, &value, sizeof(Q));
+    KernelParam param = kernel_param(value);
+    param.value = at;
+    if (param.clear_padding) param.clear_padding(at);
+    return param;
+  }
+  alignas(Layout::align) std::byte image_[Layout::bytes + 1] = {};  // zeros between values
   KernelParam params_[sizeof...(P) + 1] = {};
 };
 
