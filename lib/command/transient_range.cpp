@@ -23,7 +23,6 @@ struct Entry {
 struct Registry {
   std::mutex mutex;
   std::map<std::uintptr_t, Entry> live;  // by base
-  std::atomic<std::size_t> count{0};
   // Every live range lies within [low, high]: most words are told apart without the lock.
   std::atomic<std::uintptr_t> low{UINTPTR_MAX}, high{0};
 
@@ -36,6 +35,9 @@ Registry& registry() {
   static Registry r;
   return r;
 }
+// How many ranges live: beside the registry, so that the check every recorded command makes
+// reads it without the registry's initialisation guard.
+constinit std::atomic<std::size_t> live_ranges{0};
 
 std::size_t page_size() {
   static const std::size_t page = [] {
@@ -74,7 +76,7 @@ TransientRange::TransientRange(std::size_t bytes, std::uint32_t element_size,
     ::munmap(p, reserved_);
     throw;
   }
-  r.count.fetch_add(1, std::memory_order_release);
+  live_ranges.fetch_add(1, std::memory_order_release);
 }
 
 TransientRange::~TransientRange() {
@@ -84,7 +86,7 @@ TransientRange::~TransientRange() {
     r.live.erase(base_);
     r.update_bounds();
   }
-  r.count.fetch_sub(1, std::memory_order_release);
+  live_ranges.fetch_sub(1, std::memory_order_release);
   ::munmap(reinterpret_cast<void*>(base_), reserved_);
 }
 
@@ -111,9 +113,9 @@ std::uint64_t transient_owner(std::uintptr_t word) {
 }
 
 bool any_live_transients() noexcept {
-  return live_transient_count().load(std::memory_order_acquire) != 0;
+  return live_ranges.load(std::memory_order_acquire) != 0;
 }
 
-const std::atomic<std::size_t>& live_transient_count() noexcept { return registry().count; }
+const std::atomic<std::size_t>& live_transient_count() noexcept { return live_ranges; }
 
 }  // namespace cmdgraph::detail

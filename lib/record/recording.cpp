@@ -38,11 +38,9 @@ void Recording::reserve(const RecordingSizes& sizes) {
   arguments_->reserve(room(sizes.slots), room(sizes.bytes));
 }
 
-void Recording::require_open(const char* action) const {
-  if (sealed_) {
-    throw Error(errc::wrong_state, "command buffer " + in_quotes(name_) + " is compiled; cannot " +
-                                       action + " until reset()");
-  }
+void Recording::refuse_sealed(const char* action) const {
+  throw Error(errc::wrong_state, "command buffer " + in_quotes(name_) + " is compiled; cannot " +
+                                     action + " until reset()");
 }
 
 std::string Recording::next_name(CommandKind kind) const {
@@ -113,7 +111,6 @@ void Recording::require_nestable(CommandKind kind,
 
 void Recording::refuse_foreign_transients(CommandKind kind) {
   const ArgumentStore::Slot first = commands().empty() ? 0 : commands().back().slots_end;
-  if (!any_live_transients()) return;
   const ArgumentStore& values = *arguments_;
   for (ArgumentStore::Slot s = first; s < values.slot_count(); ++s) {
     bool foreign = false;
@@ -134,7 +131,7 @@ void Recording::refuse_foreign_transients(CommandKind kind) {
 
 CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   require_open("record");
-  refuse_foreign_transients(kind_of(payload));
+  if (any_live_transients()) refuse_foreign_transients(kind_of(payload));
   const auto index = static_cast<std::uint32_t>(commands().size());
   std::uint32_t depth = depth_;
   std::uint64_t expanded = expanded_ + 1;
@@ -147,8 +144,9 @@ CommandRef Recording::add(Payload payload) {  // bodies passed require_nestable
   // Make room first: a failed allocation must not leave a command without its barrier edge.
   reserve_edges(1);
   const bool allocates = allocated(payload) != nullptr;
-  own_commands().push_back({std::move(payload), {}, {},
-                            static_cast<ArgumentStore::Slot>(arguments_->slot_count())});
+  // Made in place: a CommandRecord moved into the vector cost a variant's move and destruction.
+  own_commands().emplace_back(std::move(payload)).slots_end =
+      static_cast<ArgumentStore::Slot>(arguments_->slot_count());
   if (last_barrier_) edges_.push_back({*last_barrier_, index});
   allocations_ += allocates;
   depth_ = depth;
@@ -170,15 +168,11 @@ CommandRef Recording::add_barrier() {
   return {id_, index};
 }
 
-void Recording::add_edge(std::uint32_t parent, std::uint32_t child, EdgeKind kind) {
-  require_open("add edges");
-  if (parent == child) {
-    throw Error(errc::self_edge,
-                "command buffer " + in_quotes(name_) + ": command " +
-                    in_quotes(command_name(child)) + " cannot depend on itself",
-                {command_name(child)});
-  }
-  (kind == EdgeKind::programmatic ? programmatic_edges_ : edges_).push_back({parent, child});
+void Recording::refuse_self_edge(std::uint32_t command) const {
+  throw Error(errc::self_edge,
+              "command buffer " + in_quotes(name_) + ": command " +
+                  in_quotes(command_name(command)) + " cannot depend on itself",
+              {command_name(command)});
 }
 
 void Recording::require_programmatic(std::uint32_t parent, std::uint32_t child) const {
@@ -287,12 +281,9 @@ void Recording::add_access(std::uint32_t index, const AccessDeclaration& d) {
                         .label = d.label.empty() ? nullptr : labels_->keep(d.label)}});
 }
 
-void Recording::require_command(CommandRef ref) const {
-  if (ref.index >= commands().size()) {
-    throw Error(errc::invalid_handle, "command handle #" + std::to_string(ref.index) +
-                                          " is out of range for command buffer " +
-                                          in_quotes(name_));
-  }
+void Recording::refuse_index(CommandRef ref) const {
+  throw Error(errc::invalid_handle, "command handle #" + std::to_string(ref.index) +
+                                        " is out of range for command buffer " + in_quotes(name_));
 }
 
 void add_edges(CommandRef child, const CommandRef* parents, std::size_t count, EdgeKind kind) {

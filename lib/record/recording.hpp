@@ -71,7 +71,11 @@ class Recording {
   /// memory is already freed (naming that free too).
   CommandRef add_free(std::uint32_t alloc);
   /// Adds parent -> child of `kind`; Error(self_edge) when they are one command.
-  void add_edge(std::uint32_t parent, std::uint32_t child, EdgeKind kind = EdgeKind::full);
+  void add_edge(std::uint32_t parent, std::uint32_t child, EdgeKind kind = EdgeKind::full) {
+    require_open("add edges");
+    if (parent == child) [[unlikely]] refuse_self_edge(child);
+    (kind == EdgeKind::programmatic ? programmatic_edges_ : edges_).push_back({parent, child});
+  }
   /// Error(invalid_argument) naming both unless parent and child may be joined by a
   /// programmatic edge (each runs one kernel).
   void require_programmatic(std::uint32_t parent, std::uint32_t child) const;
@@ -102,7 +106,9 @@ class Recording {
   void set_name(std::uint32_t index, std::string_view name);
   /// Error(invalid_handle) unless `ref` (a handle of this recording) names one of its
   /// commands. Call with a UseGuard or ReadGuard held.
-  void require_command(CommandRef ref) const;
+  void require_command(CommandRef ref) const {
+    if (ref.index >= commands_->size()) [[unlikely]] refuse_index(ref);
+  }
   /// Records what command `index` declares it touches; Error naming it for a kind that does
   /// not declare, or null or empty memory.
   void add_access(std::uint32_t index, const AccessDeclaration& access);
@@ -146,7 +152,9 @@ class Recording {
   std::shared_ptr<const ArgumentStore> shared_arguments() const noexcept { return arguments_; }
 
   /// Throws Error(wrong_state) when sealed, naming the buffer and what was attempted.
-  void require_open(const char* action) const;
+  void require_open(const char* action) const {
+    if (sealed()) [[unlikely]] refuse_sealed(action);
+  }
 
   /// Held by a call that changes the recording (recording, compile, update); raises
   /// Error(concurrent_use) when another thread is inside such a call or reads it as a body.
@@ -154,8 +162,21 @@ class Recording {
    public:
     /// `where`: the user's call being recorded, which errors about its command name until
     /// the command exists (none when default).
-    explicit UseGuard(const Recording& rec, std::source_location where = {});
-    ~UseGuard();
+    explicit UseGuard(const Recording& rec, std::source_location where = {}) : rec_(rec) {
+      // Inline: every call on a handle takes one. One locked instruction, not two: taken by
+      // exchanging 0 for 1, given back by a plain release store (a command recorded with an
+      // edge takes two guards; their four locked instructions were 5-10% of recording it).
+      // The exchange orders the readers_ load after it, as ReadGuard's increment orders its
+      // users_ load: the two never both pass.
+      int idle = 0;
+      const bool taken = rec_.users_.compare_exchange_strong(idle, 1);
+      if (!taken || rec_.readers_.load() != 0) [[unlikely]] rec_.refuse_use(taken);
+      rec_.site_ = where;
+    }
+    ~UseGuard() {
+      rec_.site_ = {};
+      rec_.users_.store(0, std::memory_order_release);
+    }
     UseGuard(const UseGuard&) = delete;
     UseGuard& operator=(const UseGuard&) = delete;
 
@@ -176,6 +197,13 @@ class Recording {
   };
 
  private:
+  [[noreturn]] void refuse_index(CommandRef ref) const;
+  [[noreturn]] void refuse_sealed(const char* action) const;
+  [[noreturn]] void refuse_self_edge(std::uint32_t command) const;
+  // Gives the guard back when `taken`, and throws Error(concurrent_use).
+  [[noreturn]] void refuse_use(bool taken) const;
+  // Error(foreign_handle) when a value of the command being recorded (of `kind`) reaches
+  // another buffer's transient memory; only worth calling while any_live_transients().
   void refuse_foreign_transients(CommandKind kind);
   // Error(wrong_state) once the recording runs as a body; `what` names what was given.
   void require_costs_open(const std::string& what) const;

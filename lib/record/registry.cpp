@@ -18,9 +18,6 @@ namespace {
 struct Registry {
   std::mutex mutex;
   std::unordered_map<std::uint64_t, Recording*> open;
-  // Counts unregistrations (changed under the lock): a lookup made while it read n stays
-  // true while it reads n (ids are never reused).
-  std::atomic<std::uint64_t> closed{0};
   // The names of the buffers closed last, by recording id, for errors about their stale
   // handles: a ring, so a program that makes and drops buffers for ever keeps a bounded few.
   static constexpr std::size_t remembered = 256;
@@ -33,6 +30,11 @@ struct Registry {
     return "a command buffer";
   }
 };
+
+// Counts unregistrations (changed under the registry's lock): a lookup made while it read n
+// stays true while it reads n (ids are never reused). Beside the registry rather than in it,
+// so that resolve()'s fast path reads it without the registry's initialisation guard.
+constinit std::atomic<std::uint64_t> closed_count{0};
 
 // The last recording this thread resolved. Handles come in runs on one buffer (a command,
 // then its declarations and edges), and the registry's lock and lookup cost more than a
@@ -60,7 +62,7 @@ void unregister_recording(const Recording& rec) noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   r.open.erase(rec.id());
-  const std::uint64_t closed = r.closed.fetch_add(1, std::memory_order_release);
+  const std::uint64_t closed = closed_count.fetch_add(1, std::memory_order_release);
   auto& slot = r.closed_names[closed % Registry::remembered];
   slot.first = rec.id();
   try {
@@ -84,15 +86,14 @@ std::string describe_handle(CommandRef ref) {
   return it->second->name() + "/" + it->second->command_name(ref.index);
 }
 
-Recording& resolve(CommandRef ref) {
+namespace {
+
+// resolve() past the last recording this thread resolved: through the registry's lock.
+[[gnu::noinline]] Recording& resolve_in_registry(CommandRef ref) {
   if (ref.recording == 0) {
     throw Error(errc::invalid_handle, "a default-constructed or moved-from command handle was used");
   }
   Registry& r = registry();
-  LastResolved& last = last_resolved;
-  if (last.id == ref.recording && last.closed == r.closed.load(std::memory_order_acquire)) {
-    return *last.rec;
-  }
   std::unique_lock lock(r.mutex);
   const auto it = r.open.find(ref.recording);
   if (it == r.open.end()) {
@@ -100,8 +101,21 @@ Recording& resolve(CommandRef ref) {
                                         r.closed_name(ref.recording) +
                                         " was used after that buffer was destroyed or reset");
   }
-  last = {ref.recording, r.closed.load(std::memory_order_relaxed), it->second};
+  last_resolved = {ref.recording, closed_count.load(std::memory_order_relaxed), it->second};
   return *it->second;
+}
+
+}  // namespace
+
+Recording& resolve(CommandRef ref) {
+  const LastResolved& last = last_resolved;
+  // Id 0 is no recording's (a default or moved-from handle), nor the id of a cache never
+  // filled: both go the slow way, which refuses the handle.
+  if (last.id == ref.recording && ref.recording != 0 &&
+      last.closed == closed_count.load(std::memory_order_acquire)) [[likely]] {
+    return *last.rec;
+  }
+  return resolve_in_registry(ref);
 }
 
 }  // namespace cmdgraph::detail
