@@ -31,8 +31,11 @@ struct Registry {
     high = live.empty() ? 0 : live.rbegin()->first + live.rbegin()->second.bytes;
   }
 };
+// Never destroyed: a range may end during static destruction (a host pool's worker releasing
+// the last launch of an executable that allocates), which a registry made after the pool,
+// and so destroyed before it, would not survive.
 Registry& registry() {
-  static Registry r;
+  static Registry& r = *new Registry;
   return r;
 }
 // How many ranges live: beside the registry, so that the check every recorded command makes

@@ -45,8 +45,11 @@ struct LastResolved {
   Recording* rec = nullptr;
 };
 thread_local LastResolved last_resolved;
+// Never destroyed: a recording may close during static destruction (a host pool's worker
+// releasing the last launch of an executable whose plan holds bodies), after a registry
+// destroyed before the pool would be gone.
 Registry& registry() {
-  static Registry r;
+  static Registry& r = *new Registry;
   return r;
 }
 
