@@ -187,13 +187,11 @@ bool ExecutableImpl::take_values(std::shared_ptr<const Plan> plan,
   auto first_slot = [&plan](std::uint32_t c) {
     return c == 0 ? ArgumentStore::Slot{0} : plan->command(c - 1).slots_end;
   };
-  std::vector<std::byte> saved;  // what the changed slots held, to give back on a refusal
+  std::vector<std::byte> saved;  // what the changed commands held, to give back on a refusal
   for (std::uint32_t c : changed) {
-    for (ArgumentStore::Slot s = first_slot(c); s < plan->command(c).slots_end; ++s) {
-      const auto* old = static_cast<const std::byte*>(args.data(s));
-      saved.insert(saved.end(), old, old + args.size(s));
-      args.assign(s, next.data(s));
-    }
+    const auto held = args.bytes_of(first_slot(c), plan->command(c).slots_end);
+    saved.insert(saved.end(), held.begin(), held.end());
+    args.assign(next, first_slot(c), plan->command(c).slots_end);
   }
   std::size_t applied = 0;
   try {
@@ -203,10 +201,9 @@ bool ExecutableImpl::take_values(std::shared_ptr<const Plan> plan,
     // command set so far, and the one refused, takes its old values again.
     std::size_t at = 0;
     for (std::uint32_t c : changed) {
-      for (ArgumentStore::Slot s = first_slot(c); s < plan->command(c).slots_end; ++s) {
-        args.assign(s, saved.data() + at);
-        at += args.size(s);
-      }
+      const auto held = args.bytes_of(first_slot(c), plan->command(c).slots_end);
+      std::copy_n(saved.data() + at, held.size(), held.begin());
+      at += held.size();
     }
     for (std::size_t i = 0; i <= applied; ++i) {
       try {

@@ -52,12 +52,27 @@ void ArgumentStore::assign(Slot slot, const void* value) noexcept {
   std::memcpy(data(slot), value, slots_[slot].size);
 }
 
+bool ArgumentStore::laid_out_alike(const ArgumentStore& other, Slot first,
+                                    Slot end) const noexcept {
+  return other.slots_[first].offset == slots_[first].offset &&
+         other.slots_[end - 1].offset == slots_[end - 1].offset;
+}
+
+void ArgumentStore::assign(const ArgumentStore& other, Slot first, Slot end) noexcept {
+  if (first >= end) return;
+  if (laid_out_alike(other, first, end)) {
+    const std::span<std::byte> to = bytes_of(first, end);
+    std::memcpy(to.data(), other.data(first), to.size());
+    return;
+  }
+  for (Slot s = first; s < end; ++s) assign(s, other.data(s));
+}
+
 bool ArgumentStore::same_bytes(const ArgumentStore& other, Slot first, Slot end) const noexcept {
   if (first >= end) return true;
-  const std::uint32_t begin = slots_[first].offset, last = slots_[end - 1].offset;
-  if (other.slots_[first].offset == begin && other.slots_[end - 1].offset == last) {
-    // Laid out alike (the same values recorded in the same order, zeros between them).
-    return std::memcmp(data(first), other.data(first), last + slots_[end - 1].size - begin) == 0;
+  if (laid_out_alike(other, first, end)) {
+    const std::span<const std::byte> mine = bytes_of(first, end);
+    return std::memcmp(mine.data(), other.data(first), mine.size()) == 0;
   }
   for (Slot s = first; s < end; ++s) {
     if (std::memcmp(data(s), other.data(s), slots_[s].size) != 0) return false;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -80,6 +81,19 @@ class ArgumentStore {
   }
   /// Overwrites slot `slot` with a value of the same size.
   void assign(Slot slot, const void* value) noexcept;
+  /// Overwrites slots [first, end) with `other`'s, whose slots there hold values of the same
+  /// types: one copy where both are laid out alike, as same_bytes compares them.
+  void assign(const ArgumentStore& other, Slot first, Slot end) noexcept;
+  /// The bytes of slots [first, end), the zeros between them included: consecutive slots are
+  /// consecutive bytes, which one copy saves and gives back.
+  std::span<std::byte> bytes_of(Slot first, Slot end) noexcept {
+    if (first >= end) return {};
+    const std::uint32_t begin = slots_[first].offset;
+    return {bytes_.get() + begin, slots_[end - 1].offset + slots_[end - 1].size - begin};
+  }
+  std::span<const std::byte> bytes_of(Slot first, Slot end) const noexcept {
+    return const_cast<ArgumentStore&>(*this).bytes_of(first, end);
+  }
   /// Whether slots [first, end) hold the same bytes here and in `other`, whose slots there
   /// hold values of the same types as these.
   bool same_bytes(const ArgumentStore& other, Slot first, Slot end) const noexcept;
@@ -108,6 +122,10 @@ class ArgumentStore {
   };
   void reserve(std::size_t bytes);
   [[noreturn]] static void refuse_alignment();
+  // Whether slots [first, end) lie at the same offsets here and in `other` (the same values
+  // recorded in the same order, zeros between them): then they compare and copy as one range.
+  // \pre first < end.
+  bool laid_out_alike(const ArgumentStore& other, Slot first, Slot end) const noexcept;
   // A copy of a size the compiler knows for the sizes arguments mostly have.
   static void copy_value(std::byte* to, const void* from, std::size_t size) noexcept {
     switch (size) {
