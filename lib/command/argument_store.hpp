@@ -97,6 +97,12 @@ class ArgumentStore {
   /// Whether slots [first, end) hold the same bytes here and in `other`, whose slots there
   /// hold values of the same types as these.
   bool same_bytes(const ArgumentStore& other, Slot first, Slot end) const noexcept;
+  /// Whether every slot lies at the same offset here and in `other`, whose slots hold values
+  /// of the same types as these: then any range of slots compares as one range of bytes.
+  bool laid_out_alike(const ArgumentStore& other) const noexcept {
+    return other.slots_.size() == slots_.size() && other.used_ == used_ &&
+           (slots_.empty() || laid_out_alike(other, 0, static_cast<Slot>(slots_.size())));
+  }
   /// Room for `slots` values of `bytes` in all, so a store filled again as the last one was
   /// (a frame recorded anew) grows no more.
   void reserve(std::size_t slots, std::size_t bytes);

@@ -45,15 +45,15 @@ std::vector<std::uint32_t> measured_critical_path(const Plan& plan, const Profil
   const std::size_t n = plan.size();
   std::vector<double> below(n, 0);
   std::vector<std::int64_t> next(n, -1);
-  for (auto it = plan.order.rbegin(); it != plan.order.rend(); ++it) {
-    for (std::uint32_t k : plan.children[*it]) {
+  for (auto it = plan.dag->order.rbegin(); it != plan.dag->order.rend(); ++it) {
+    for (std::uint32_t k : plan.dag->children[*it]) {
       if (next[*it] < 0 || below[k] > below[next[*it]]) next[*it] = k;
     }
     below[*it] = profile.commands[*it].duration_ms() + (next[*it] >= 0 ? below[next[*it]] : 0);
   }
   std::int64_t at = -1;
-  for (std::uint32_t c : plan.order) {
-    if (plan.parents[c].empty() && (at < 0 || below[c] > below[at])) at = c;
+  for (std::uint32_t c : plan.dag->order) {
+    if (plan.dag->parents[c].empty() && (at < 0 || below[c] > below[at])) at = c;
   }
   std::vector<std::uint32_t> path;
   for (; at >= 0; at = next[at]) path.push_back(static_cast<std::uint32_t>(at));
@@ -95,7 +95,7 @@ void write_edges(const Plan& plan, const EdgeSet& critical_edges, std::ostream& 
     inferred.emplace(std::pair(e.edge.parent, e.edge.child), memory_of(plan, e));
   }
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    for (std::uint32_t k : plan.children[c]) {
+    for (std::uint32_t k : plan.dag->children[c]) {
       std::vector<std::string> attributes;
       if (critical_edges.count({c, k})) attributes.emplace_back("color=red, penwidth=2");
       if (const auto it = inferred.find({c, k}); it != inferred.end()) {
@@ -117,10 +117,10 @@ void write_edges(const Plan& plan, const EdgeSet& critical_edges, std::ostream& 
 void write_removed_edges(const Plan& plan, std::ostream& out) {
   EdgeSet kept;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    for (std::uint32_t k : plan.children[c]) kept.emplace(c, k);
+    for (std::uint32_t k : plan.dag->children[c]) kept.emplace(c, k);
   }
   EdgeSet drawn;
-  for (const Edge& e : plan.edges) {
+  for (const Edge& e : plan.dag->edges) {
     const auto edge = std::make_pair(e.parent, e.child);
     if (kept.count(edge) || !drawn.insert(edge).second) continue;
     out << "  c" << e.parent << " -> c" << e.child
@@ -134,7 +134,7 @@ std::string plan_dot(const Plan& plan, const std::vector<unsigned>& lanes, const
                      const DotOptions& options) {
   const bool measured = profile && profile->commands.size() >= plan.size();
   const std::vector<std::uint32_t> path =
-      measured ? measured_critical_path(plan, *profile) : plan.critical_path;
+      measured ? measured_critical_path(plan, *profile) : plan.dag->critical_path;
   const std::set<std::uint32_t> critical(path.begin(), path.end());
   EdgeSet critical_edges;
   for (std::size_t i = 1; i < path.size(); ++i) critical_edges.emplace(path[i - 1], path[i]);

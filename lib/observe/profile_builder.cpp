@@ -26,7 +26,7 @@ Profile build_profile(const Plan& root, std::vector<MeasuredCommand> measured, s
     p.launch_ms = std::max(p.launch_ms, m.end_ms);
   }
   for (const MeasuredCommand& m : measured) {
-    for (std::uint32_t k : m.plan->children[m.command]) {
+    for (std::uint32_t k : m.plan->dag->children[m.command]) {
       const auto to = index.find({m.plan, k});
       if (to == index.end()) continue;
       p.edges.emplace_back(index.at({m.plan, m.command}), to->second);

@@ -37,8 +37,8 @@ class ArenaSweep {
   void run() {
     m_.arena_bytes = 0;
     m_.layout_steps = 0;
-    for (const std::uint32_t c : plan_.order) {
-      if (const std::uint32_t t = frees_[c]; t != none) freed_.emplace(plan_.position[c], t);
+    for (const std::uint32_t c : plan_.dag->order) {
+      if (const std::uint32_t t = frees_[c]; t != none) freed_.emplace(plan_.dag->position[c], t);
       if (const std::uint32_t t = allocates_[c]; t != none) place(t);
     }
   }
@@ -84,11 +84,11 @@ class ArenaSweep {
     for (std::size_t head = 0; head < queue_.size() && budget > 0; ++head) {
       const std::uint32_t v = queue_[head];
       if (frees_[v] != none && held_[frees_[v]] > 0) pieces_of(frees_[v], budget);
-      if (plan_.position[v] <= earliest) continue;
-      for (const std::uint32_t p : plan_.parents[v]) {
+      if (plan_.dag->position[v] <= earliest) continue;
+      for (const std::uint32_t p : plan_.dag->parents[v]) {
         if (budget == 0) break;
         --budget;
-        if (seen_[p] == stamp_ || plan_.position[p] < earliest) continue;
+        if (seen_[p] == stamp_ || plan_.dag->position[p] < earliest) continue;
         seen_[p] = stamp_;
         queue_.push_back(p);
       }
@@ -119,7 +119,7 @@ class ArenaSweep {
         break;
       }
       if (--held_[piece.holder] == 0) {
-        freed_.erase({plan_.position[m_.list[piece.holder].release], piece.holder});
+        freed_.erase({plan_.dag->position[m_.list[piece.holder].release], piece.holder});
       }
     }
     pieces_.emplace(begin, Piece{end, t});
@@ -154,8 +154,8 @@ std::pair<std::vector<std::size_t>, std::size_t> greedy_by_size(const Plan& plan
       bits[m.list[i].release] |= std::uint64_t{1} << i;
     }
   }
-  for (const std::uint32_t v : plan.order) {
-    for (const std::uint32_t p : plan.parents[v]) bits[v] |= bits[p];
+  for (const std::uint32_t v : plan.dag->order) {
+    for (const std::uint32_t p : plan.dag->parents[v]) bits[v] |= bits[p];
   }
   const auto apart = [&](std::size_t i, std::size_t j) {
     return ((bits[m.list[j].alloc] >> i) & 1u) || ((bits[m.list[i].alloc] >> j) & 1u);

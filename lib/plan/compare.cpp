@@ -2,6 +2,8 @@
 #include "plan/compare.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <span>
 #include <utility>
 
 namespace cmdgraph::detail {
@@ -15,16 +17,21 @@ struct Roots {
   const Plan& now;
 };
 
-// Whether command `c`'s value slots hold the same bytes in both stores.
-bool same_values(const ArgumentStore& current, const Plan& now, std::uint32_t c) {
+// Whether command `c`'s value slots hold the same bytes in both stores. `alike`: the stores
+// are laid out alike as a whole, so the command's bytes compare in place, without asking where
+// each store holds them.
+bool same_values(const ArgumentStore& current, const Plan& now, std::uint32_t c, bool alike) {
   const ArgumentStore::Slot first = c == 0 ? 0 : now.command(c - 1).slots_end;
-  return current.same_bytes(now.arguments(), first, now.command(c).slots_end);
+  const ArgumentStore::Slot end = now.command(c).slots_end;
+  if (!alike) return current.same_bytes(now.arguments(), first, end);
+  const std::span<const std::byte> mine = current.bytes_of(first, end);
+  return mine.empty() || std::memcmp(mine.data(), now.arguments().data(first), mine.size()) == 0;
 }
 
 // The first edge out of `c` that one plan has and the other lacks, as a sentence.
 std::string edge_difference(const Plan& before, const Plan& now, std::uint32_t c,
                             const Roots& roots) {
-  const auto was = before.children[c], is = now.children[c];
+  const auto was = before.dag->children[c], is = now.dag->children[c];
   for (std::uint32_t k : is) {
     if (std::find(was.begin(), was.end(), k) == was.end()) {
       return "has a new edge to " + in_quotes(command_label(now, k, roots.now));
@@ -52,7 +59,7 @@ Difference difference_in(const Plan& before, const Plan& now, const Roots& roots
                      to_string(kind_of(a)));
     }
     if (code_of(a) != code_of(b)) return differs("runs a different kernel");
-    const auto ka = before.children[c], kb = now.children[c];
+    const auto ka = before.dag->children[c], kb = now.dag->children[c];
     if (!std::equal(ka.begin(), ka.end(), kb.begin(), kb.end())) {
       return differs(edge_difference(before, now, c, roots));
     }
@@ -153,9 +160,10 @@ std::optional<ValueChanges> changed_values(const Plan& before, const ArgumentSto
 
 std::optional<std::vector<std::uint32_t>> commands_with_new_values(const ArgumentStore& current,
                                                                    const Plan& now) {
+  const bool alike = current.laid_out_alike(now.arguments());  // as a frame's values mostly are
   std::vector<std::uint32_t> changed;
   for (std::uint32_t c = 0; c < now.size(); ++c) {
-    if (same_values(current, now, c)) continue;
+    if (same_values(current, now, c, alike)) continue;
     if (!traits(now.kind(c)).updatable) return std::nullopt;
     changed.push_back(c);
   }

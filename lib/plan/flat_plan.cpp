@@ -25,7 +25,7 @@ class Flattener {
   // span of each command of `plan`.
   std::vector<Span> expand(const Plan& plan, std::int64_t entry) {
     std::vector<Span> spans(plan.size());
-    for (std::uint32_t c : plan.order) {
+    for (std::uint32_t c : plan.dag->order) {
       // A conditional command stays one task: which body runs, how often, is only known as it
       // runs.
       const Plan* nested =
@@ -35,7 +35,7 @@ class Flattener {
         const std::vector<Span> inner = expand(*nested, in);
         const std::uint32_t out = add(plan, FlatTask::join);
         for (std::uint32_t s = 0; s < nested->size(); ++s) {
-          if (nested->children[s].empty()) edges.emplace_back(inner[s].exit, out);
+          if (nested->dag->children[s].empty()) edges.emplace_back(inner[s].exit, out);
         }
         if (nested->size() == 0) edges.emplace_back(in, out);
         spans[c] = {in, out};
@@ -44,10 +44,12 @@ class Flattener {
         const std::uint32_t t = add(plan, c);
         spans[c] = {t, t};
       }
-      if (entry >= 0 && plan.parents[c].empty()) {
+      if (entry >= 0 && plan.dag->parents[c].empty()) {
         edges.emplace_back(static_cast<std::uint32_t>(entry), spans[c].entry);
       }
-      for (std::uint32_t p : plan.parents[c]) edges.emplace_back(spans[p].exit, spans[c].entry);
+      for (std::uint32_t p : plan.dag->parents[c]) {
+        edges.emplace_back(spans[p].exit, spans[c].entry);
+      }
     }
     return spans;
   }

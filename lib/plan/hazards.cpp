@@ -94,7 +94,7 @@ std::vector<std::uint32_t> validation_order(const Plan& plan) {
   // those before it are placed, and it is the earliest recorded of the ready ones.
   bool forward = true;
   for (std::uint32_t c = 0; c < n && forward; ++c) {
-    for (const std::uint32_t k : plan.children[c]) forward = forward && c < k;
+    for (const std::uint32_t k : plan.dag->children[c]) forward = forward && c < k;
   }
   if (forward) {
     std::vector<std::uint32_t> order(n);
@@ -104,7 +104,7 @@ std::vector<std::uint32_t> validation_order(const Plan& plan) {
   std::vector<std::uint32_t> waiting(n);
   std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
   for (std::uint32_t c = 0; c < n; ++c) {
-    waiting[c] = static_cast<std::uint32_t>(plan.parents[c].size());
+    waiting[c] = static_cast<std::uint32_t>(plan.dag->parents[c].size());
     if (waiting[c] == 0) ready.push(c);
   }
   std::vector<std::uint32_t> order;
@@ -113,7 +113,7 @@ std::vector<std::uint32_t> validation_order(const Plan& plan) {
     const std::uint32_t c = ready.top();
     ready.pop();
     order.push_back(c);
-    for (std::uint32_t k : plan.children[c]) {
+    for (std::uint32_t k : plan.dag->children[c]) {
       if (--waiting[k] == 0) ready.push(k);
     }
   }
@@ -165,12 +165,12 @@ void collect_access(Plan& plan, std::span<const DeclaredAccess> declared, Hazard
                                                          : Hazards::validate;
 }
 
-void infer_edges(Plan& plan) {
+void infer_edges(Plan& plan, std::vector<Edge>& edges) {
   std::vector<std::uint32_t> recording_order(plan.size());
   std::iota(recording_order.begin(), recording_order.end(), 0u);
   const std::vector<Conflict> conflicts =
       immediate_conflicts(AccessLists(plan), recording_order);
-  const std::vector<Edge>& recorded = plan.edges;  // sorted and distinct
+  const std::vector<Edge>& recorded = edges;  // sorted and distinct
   // Each new edge, with the first conflict that asks for it (which names its memory).
   std::vector<std::pair<Edge, std::uint32_t>> wanted;
   wanted.reserve(conflicts.size());
@@ -190,9 +190,9 @@ void infer_edges(Plan& plan) {
     if (i > 0 && wanted[i].first == wanted[i - 1].first) continue;
     inferred.push_back({wanted[i].first, conflicts[wanted[i].second].first_access});
   }
-  const auto recorded_count = static_cast<std::ptrdiff_t>(plan.edges.size());
-  for (const InferredEdge& e : inferred) plan.edges.push_back(e.edge);
-  std::inplace_merge(plan.edges.begin(), plan.edges.begin() + recorded_count, plan.edges.end());
+  const auto recorded_count = static_cast<std::ptrdiff_t>(edges.size());
+  for (const InferredEdge& e : inferred) edges.push_back(e.edge);
+  std::inplace_merge(edges.begin(), edges.begin() + recorded_count, edges.end());
 }
 
 namespace {
@@ -212,8 +212,8 @@ Validation check_edges(const Plan& plan, const AccessLists& access) {
   // command that touched a buffer is often implied through another buffer's commands, and
   // then the path among the buffer's own commands would be lost.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> up;
-  up.reserve(plan.edges.size());
-  for (const Edge& e : plan.edges) up.emplace_back(e.child, e.parent);
+  up.reserve(plan.dag->edges.size());
+  for (const Edge& e : plan.dag->edges) up.emplace_back(e.child, e.parent);
   const Adjacency parents = Adjacency::from_pairs(plan.size(), up);
   const std::vector<Conflict> conflicts = immediate_conflicts(access, order, &parents);
   std::vector<Edge> questions;
@@ -298,9 +298,9 @@ std::vector<Edge> unneeded_edges(const Plan& plan) {
   std::vector<Edge> unneeded;
   for (std::uint32_t v = 0; v < plan.size(); ++v) {
     if (access[v].empty()) continue;
-    const auto children = plan.children[v];
+    const auto children = plan.dag->children[v];
     for (std::size_t e = 0; e < children.size(); ++e) {
-      if (!walk.needed(plan.children.first_edge(v) + e) && !access[children[e]].empty()) {
+      if (!walk.needed(plan.dag->children.first_edge(v) + e) && !access[children[e]].empty()) {
         unneeded.push_back({v, children[e]});
       }
     }
@@ -340,7 +340,8 @@ void check_changed_access(const Plan& plan, std::uint32_t c, std::vector<MemoryA
     std::vector<Conflict> conflicts = immediate_conflicts(changed, recording_order);
     in_sweep_order(conflicts, recording_order);
     for (const Conflict& k : conflicts) {
-      if (!std::binary_search(plan.edges.begin(), plan.edges.end(), Edge{k.first, k.second})) {
+      const std::vector<Edge>& edges = plan.dag->edges;
+      if (!std::binary_search(edges.begin(), edges.end(), Edge{k.first, k.second})) {
         throw Error(errc::update_refused,
                     who + ": what it touches then needs an edge the inferred ones lack ('" +
                         plan.name(k.first) + "' before '" + plan.name(k.second) +

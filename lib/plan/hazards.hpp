@@ -102,8 +102,9 @@ struct HazardSummary {
 /// body declares access or when `plan` allocates transient memory.
 void collect_access(Plan& plan, std::span<const DeclaredAccess> declared, Hazards requested);
 /// Hazards::infer: the edges that order every conflicting pair in recording order, before
-/// the plan is ordered; appends them to plan.edges and records them.
-void infer_edges(Plan& plan);
+/// the plan is ordered; appends them to `edges` (the plan's recorded edges, sorted and
+/// distinct, its DAG's to be) and records them in plan.hazards.
+void infer_edges(Plan& plan, std::vector<Edge>& edges);
 /// Hazards::validate, on an ordered and reduced plan: throws Error(hazard) counting the
 /// immediate conflicts no path of edges orders, listing the first 50 (both commands, what each
 /// touches, the kind; Error::commands() names theirs) and how many more it left out: an edge

@@ -70,7 +70,7 @@ std::shared_ptr<Plan> with_new_values(const Plan& before, const Recording& rec, 
     return nullptr;
   }
   kept = true;
-  std::vector<std::vector<std::shared_ptr<const Plan>>> bodies;
+  std::shared_ptr<Plan::BodyPlans> bodies;  // before's, copied at the first body that changed
   for (std::uint32_t c = 0; c < commands.size(); ++c) {
     if (!same_but_values(before.command(c), commands[c])) return nullptr;
     const auto was = bodies_of(before.payload(c));
@@ -81,19 +81,19 @@ std::shared_ptr<Plan> with_new_values(const Plan& before, const Recording& rec, 
       std::shared_ptr<const Plan> plan = body_plan(ran, *now[b], scan);
       if (!plan) return nullptr;
       if (plan == ran) continue;
-      if (kept) bodies = before.bodies;
+      if (kept) bodies = std::make_shared<Plan::BodyPlans>(*before.bodies);
       kept = false;
-      bodies[c][b] = std::move(plan);
+      (*bodies)[c][b] = std::move(plan);
     }
   }
-  if (!same_edges(rec, before.edges)) return nullptr;
+  if (!same_edges(rec, before.dag->edges)) return nullptr;
 
   auto plan = std::make_shared<Plan>(before);
   plan->recording_id = rec.id();
   plan->commands = rec.shared_commands();
   plan->values = rec.shared_arguments();
   plan->labels = rec.labels();
-  if (!kept) plan->bodies = std::move(bodies);
+  if (!kept) plan->bodies = std::move(bodies);  // else before's, shared
   if (touches_nothing(*plan, rec, before, kept)) return plan;  // before's hazards, none
   plan->access.clear();
   plan->access_end.clear();

@@ -23,14 +23,14 @@ class PassWalk {
            const std::vector<std::uint32_t>& rank, const std::vector<Edge>& questions,
            const std::vector<std::uint32_t>& bit_of, bool lint)
       : plan_(plan), order_(order), rank_(rank), questions_(questions), bit_of_(bit_of),
-        lint_(lint), needed_(lint ? plan.children.edges() : 0, false) {}
+        lint_(lint), needed_(lint ? plan.dag->children.edges() : 0, false) {}
 
   /// Questions `ids` of a pass over [lo, hi]: adds the unordered ones to `unordered`; returns
   /// how many were ordered.
   std::size_t run(const std::vector<std::uint32_t>& ids, std::uint32_t lo, std::uint32_t hi,
                   std::vector<std::uint32_t>& unordered) {
     by_row(ids, lo, hi);
-    reach_forward(order_, rank_, lo, hi, bit_of_, plan_.parents, forward_);
+    reach_forward(order_, rank_, lo, hi, bit_of_, plan_.dag->parents, forward_);
     std::size_t ordered = 0;
     for (std::uint32_t r = 0; r <= hi - lo; ++r) {
       for (std::uint32_t k = row_start_[r]; k < row_start_[r + 1]; ++k) {
@@ -45,7 +45,7 @@ class PassWalk {
     if (lint_) mark_needed(lo, hi);
     return ordered;
   }
-  /// Whether edge `e` of plan.children lies on a path between an ordered pair (of the passes
+  /// Whether edge `e` of plan.dag->children lies on a path between an ordered pair (of the passes
   /// run so far; with `lint` only).
   bool needed(std::size_t e) const { return needed_[e]; }
 
@@ -76,8 +76,8 @@ class PassWalk {
       for (std::uint32_t k = row_start_[r - lo]; k < row_start_[r - lo + 1]; ++k) {
         if (at_row_[k] != none) row.set(bit_of_[questions_[at_row_[k]].parent]);
       }
-      const auto children = plan_.children[v];
-      const std::size_t first_edge = plan_.children.first_edge(v);
+      const auto children = plan_.dag->children[v];
+      const std::size_t first_edge = plan_.dag->children.first_edge(v);
       for (std::size_t e = 0; e < children.size(); ++e) {
         const std::uint32_t c = rank_[children[e]];
         if (c > hi) continue;
@@ -95,7 +95,7 @@ class PassWalk {
   const std::vector<Edge>& questions_;
   const std::vector<std::uint32_t>& bit_of_;
   const bool lint_;
-  std::vector<bool> needed_;                     // by edge of plan.children
+  std::vector<bool> needed_;                     // by edge of plan.dag->children
   std::vector<Reach> forward_, backward_;        // by rank - lo
   std::vector<std::uint32_t> row_start_, at_row_;
 };

@@ -41,29 +41,30 @@ const InferredEdge* inferred_edge(const Plan& plan, Edge e) {
               std::move(names));
 }
 
-void compute_levels(Plan& plan) {
+// `dag`'s levels, bottom weights and critical path, its order and reduction made.
+void compute_levels(const Plan& plan, PlanDag& dag) {
   const std::size_t n = plan.size();
-  plan.level.assign(n, 0);
-  for (std::uint32_t c : plan.order) {
-    for (std::uint32_t p : plan.parents[c]) plan.level[c] = std::max(plan.level[c], plan.level[p] + 1);
-    plan.level_count = std::max(plan.level_count, plan.level[c] + 1);
+  dag.level.assign(n, 0);
+  for (std::uint32_t c : dag.order) {
+    for (std::uint32_t p : dag.parents[c]) dag.level[c] = std::max(dag.level[c], dag.level[p] + 1);
+    dag.level_count = std::max(dag.level_count, dag.level[c] + 1);
   }
-  plan.bottom.assign(n, 0);
-  for (auto it = plan.order.rbegin(); it != plan.order.rend(); ++it) {
+  dag.bottom.assign(n, 0);
+  for (auto it = dag.order.rbegin(); it != dag.order.rend(); ++it) {
     std::uint64_t below = 0;
-    for (std::uint32_t k : plan.children[*it]) below = std::max(below, plan.bottom[k]);
-    plan.bottom[*it] = below + schedule_weight(plan.kind(*it));
+    for (std::uint32_t k : dag.children[*it]) below = std::max(below, dag.bottom[k]);
+    dag.bottom[*it] = below + schedule_weight(plan.kind(*it));
   }
   // Follow the heaviest continuation from the heaviest source.
   std::int64_t at = -1;
-  for (std::uint32_t c : plan.order) {
-    if (plan.parents[c].empty() && (at < 0 || plan.bottom[c] > plan.bottom[at])) at = c;
+  for (std::uint32_t c : dag.order) {
+    if (dag.parents[c].empty() && (at < 0 || dag.bottom[c] > dag.bottom[at])) at = c;
   }
   while (at >= 0) {
-    plan.critical_path.push_back(static_cast<std::uint32_t>(at));
+    dag.critical_path.push_back(static_cast<std::uint32_t>(at));
     std::int64_t next = -1;
-    for (std::uint32_t k : plan.children[at]) {
-      if (next < 0 || plan.bottom[k] > plan.bottom[next]) next = k;
+    for (std::uint32_t k : dag.children[at]) {
+      if (next < 0 || dag.bottom[k] > dag.bottom[next]) next = k;
     }
     at = next;
   }
@@ -102,26 +103,30 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
 
   // Bodies first: their commands' access is part of the commands that run them. They recurse
   // at most max_nesting_depth levels deep (the recording refused deeper).
-  plan->bodies.resize(n);
+  auto bodies = std::make_shared<Plan::BodyPlans>(n);
   for (std::uint32_t c = 0; c < n; ++c) {
     for (const auto& body : bodies_of(plan->payload(c))) {
-      plan->bodies[c].push_back(build(*body, hazards, cache, true));
+      (*bodies)[c].push_back(build(*body, hazards, cache, true));
     }
   }
+  plan->bodies = std::move(bodies);
   collect_transients(*plan, body);
   collect_access(*plan, rec.declared(), hazards);
 
+  // Made here and shared from now on, by plans of this structure with other values.
+  auto dag = std::make_shared<PlanDag>();
+  plan->dag = dag;
   const std::vector<Edge> full = distinct_edges(rec.edges());
   const std::vector<Edge> programmatic = distinct_edges(rec.programmatic_edges());
-  plan->edges = edge_union(full, programmatic);
-  if (plan->hazards.applied == Hazards::infer) infer_edges(*plan);
-  OrderResult ordered = topological_order(n, plan->edges);
+  dag->edges = edge_union(full, programmatic);
+  if (plan->hazards.applied == Hazards::infer) infer_edges(*plan, dag->edges);
+  OrderResult ordered = topological_order(n, dag->edges);
   if (!ordered.cycle.empty()) report_cycle(*plan, ordered.cycle);
-  plan->order = std::move(ordered.order);
-  plan->position.resize(n);
-  for (std::uint32_t i = 0; i < n; ++i) plan->position[plan->order[i]] = i;
+  dag->order = std::move(ordered.order);
+  dag->position.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) dag->position[dag->order[i]] = i;
 
-  std::vector<Edge> reduced = reduce_edges(n, plan->edges, plan->position);
+  std::vector<Edge> reduced = reduce_edges(n, dag->edges, dag->position);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> down, up;
   down.reserve(reduced.size());
   up.reserve(reduced.size());
@@ -129,10 +134,10 @@ std::shared_ptr<const Plan> build(const Recording& rec, Hazards hazards, PlanCac
     down.emplace_back(e.parent, e.child);
     up.emplace_back(e.child, e.parent);
   }
-  plan->children = Adjacency::from_pairs(n, down);
-  plan->parents = Adjacency::from_pairs(n, up);
-  plan->programmatic = programmatic_among(*plan, reduced, full, programmatic);
-  compute_levels(*plan);
+  dag->children = Adjacency::from_pairs(n, down);
+  dag->parents = Adjacency::from_pairs(n, up);
+  dag->programmatic = programmatic_among(*plan, reduced, full, programmatic);
+  compute_levels(*plan, *dag);
   if (plan->hazards.applied == Hazards::validate) validate_edges(*plan);
   if (plan->hazards.applied == Hazards::off) validate_transient_edges(*plan);
   check_transients(*plan);

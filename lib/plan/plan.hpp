@@ -28,15 +28,11 @@ namespace cmdgraph::detail {
 class Recording;
 struct GraphShaping;  // plan/shaping.hpp
 
-struct Plan {
-  std::uint64_t recording_id = 0;       // the recording it was built from (handles name it)
-  std::string buffer_name;              // the command buffer's name
-  // In recording order: the recording's own, shared (it copies before changing any).
-  std::shared_ptr<const std::vector<CommandRecord>> commands;
-  // The recorded values, shared with the recording (which copies before recording more) and
-  // with executables until they write (backend/executable_values.hpp).
-  std::shared_ptr<const ArgumentStore> values;
-  const ArgumentStore& arguments() const noexcept { return *values; }
+// The DAG of a recording's structure: its edges, their order, reduction, levels and critical
+// path. Made once, when a recording is first planned, and never changed after: a plan of the
+// same structure with new values (plan/new_values.hpp) shares it, so a frame's update copies
+// none of it.
+struct PlanDag {
   std::vector<Edge> edges;              // the distinct recorded edges, before reduction
   std::vector<std::uint32_t> order;     // a topological order of command indices
   std::vector<std::uint32_t> position;  // position[c]: index of c in `order`
@@ -47,9 +43,22 @@ struct Plan {
   std::uint32_t level_count = 0;
   std::vector<std::uint64_t> bottom;    // weight of the heaviest path from c to a sink, c included
   std::vector<std::uint32_t> critical_path;  // a heaviest source-to-sink path
+};
+
+struct Plan {
+  std::uint64_t recording_id = 0;       // the recording it was built from (handles name it)
+  std::string buffer_name;              // the command buffer's name
+  // In recording order: the recording's own, shared (it copies before changing any).
+  std::shared_ptr<const std::vector<CommandRecord>> commands;
+  // The recorded values, shared with the recording (which copies before recording more) and
+  // with executables until they write (backend/executable_values.hpp).
+  std::shared_ptr<const ArgumentStore> values;
+  const ArgumentStore& arguments() const noexcept { return *values; }
+  std::shared_ptr<const PlanDag> dag;   // never null once built
   // Per command: the plans of its bodies (an executed buffer's, a conditional's in its kind's
-  // order); empty for other kinds.
-  std::vector<std::vector<std::shared_ptr<const Plan>>> bodies;
+  // order); empty for other kinds. Shared by a plan of new values whose bodies are the same.
+  using BodyPlans = std::vector<std::vector<std::shared_ptr<const Plan>>>;
+  std::shared_ptr<const BodyPlans> bodies;
   // Every command's access (declared, implied by its payload or transients, its bodies'),
   // command by command in one array: command c's ends at access_end[c] (see access_of).
   std::vector<MemoryAccess> access;
@@ -72,7 +81,7 @@ struct Plan {
   /// The plans of command c's bodies: its executed buffer's, or its conditional bodies in its
   /// kind's order; empty for other kinds.
   std::span<const std::shared_ptr<const Plan>> bodies_of(std::uint32_t c) const noexcept {
-    return bodies[c];
+    return (*bodies)[c];
   }
   /// The lane edges of the top level as `shape` asks (null without one): worked out when a
   /// graph is first built of the plan, once, and shared by every instance and clone (an update
@@ -80,8 +89,8 @@ struct Plan {
   std::shared_ptr<const GraphShaping> shaping() const;
   /// True when the reduced edge parent -> child is programmatic (EdgeKind::programmatic).
   bool is_programmatic(std::uint32_t parent, std::uint32_t child) const noexcept {
-    return !programmatic.empty() &&
-           std::binary_search(programmatic.begin(), programmatic.end(), Edge{parent, child});
+    const std::vector<Edge>& p = dag->programmatic;
+    return !p.empty() && std::binary_search(p.begin(), p.end(), Edge{parent, child});
   }
 
  private:

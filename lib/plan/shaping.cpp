@@ -48,9 +48,9 @@ std::vector<std::uint64_t> times_of(const Plan& plan, bool by_costs,
 // The time of the heaviest path from each command to a sink, the command's own included.
 std::vector<std::uint64_t> tails_of(const Plan& plan, const std::vector<std::uint64_t>& time) {
   std::vector<std::uint64_t> tail(plan.size(), 0);
-  for (auto it = plan.order.rbegin(); it != plan.order.rend(); ++it) {
+  for (auto it = plan.dag->order.rbegin(); it != plan.dag->order.rend(); ++it) {
     std::uint64_t below = 0;
-    for (std::uint32_t k : plan.children[*it]) below = std::max(below, tail[k]);
+    for (std::uint32_t k : plan.dag->children[*it]) below = std::max(below, tail[k]);
     tail[*it] = time[*it] + below;
   }
   return tail;
@@ -77,7 +77,7 @@ Schedule schedule_of(const Plan& plan, const std::vector<std::uint64_t>& time,
   using Entry = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> available;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    waiting[c] = plan.parents[c].size();
+    waiting[c] = plan.dag->parents[c].size();
     if (waiting[c] == 0) available.emplace(0, ~tail[c], c);
   }
   std::uint64_t next_dispatch = 0;
@@ -91,7 +91,7 @@ Schedule schedule_of(const Plan& plan, const std::vector<std::uint64_t>& time,
     }
     out.start[c] = start;
     out.order.push_back(c);
-    for (std::uint32_t k : plan.children[c]) {
+    for (std::uint32_t k : plan.dag->children[c]) {
       ready[k] = std::max(ready[k], start + time[c]);
       if (--waiting[k] == 0) available.emplace(ready[k], ~tail[k], k);
     }
@@ -132,7 +132,7 @@ std::vector<Edge> lane_edges(const Plan& plan, const std::vector<std::uint32_t>&
   std::uint64_t next_dispatch = 0;  // as in schedule_of
   for (std::uint32_t c : order) {
     std::uint64_t ready = 0;
-    for (std::uint32_t p : plan.parents[c]) ready = std::max(ready, finish[p]);
+    for (std::uint32_t p : plan.dag->parents[c]) ready = std::max(ready, finish[p]);
     if (time[c] > 0) ready = std::max(ready, next_dispatch);
     if (!takes_lane(plan, c)) {
       finish[c] = ready + time[c];
@@ -141,7 +141,7 @@ std::vector<Edge> lane_edges(const Plan& plan, const std::vector<std::uint32_t>&
     }
     // A parent that is last on its lane, free by then: follow it there (no edge to add).
     std::uint32_t lane = no_command;
-    for (std::uint32_t p : plan.parents[c]) {
+    for (std::uint32_t p : plan.dag->parents[c]) {
       const std::uint32_t l = lane_of[p];
       if (l != no_command && last[l] == p && free[l] <= ready &&
           (lane == no_command || tail[p] > tail[last[lane]])) {
@@ -154,7 +154,7 @@ std::vector<Edge> lane_edges(const Plan& plan, const std::vector<std::uint32_t>&
     }
     const std::uint64_t begin = std::max(ready, free[lane]);
     if (last[lane] != no_command) {
-      const auto parents = plan.parents[c];
+      const auto parents = plan.dag->parents[c];
       if (std::find(parents.begin(), parents.end(), last[lane]) == parents.end()) {
         added.push_back({last[lane], c});
       }
@@ -179,8 +179,9 @@ GraphShaping unshaped(const Plan& plan, GraphShape shape,
     return out;
   }
   const std::string mode = shape.is_automatic() ? "automatic" : "uniform";
-  const bool chains_only = std::all_of(plan.order.begin(), plan.order.end(), [&](std::uint32_t c) {
-    return plan.parents[c].size() <= 1 && plan.children[c].size() <= 1;
+  const PlanDag& dag = *plan.dag;
+  const bool chains_only = std::all_of(dag.order.begin(), dag.order.end(), [&](std::uint32_t c) {
+    return dag.parents[c].size() <= 1 && dag.children[c].size() <= 1;
   });
   if (shape.lane_count() == 0 && chains_only) {
     // Each chain keeps a lane of its own: nothing to add, and nothing to compute.
@@ -244,7 +245,7 @@ GraphShaping shape_graph(const Plan& plan, GraphShape shape,
   }
   std::vector<Edge> edges = added;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    for (std::uint32_t k : plan.children[c]) edges.push_back({c, k});
+    for (std::uint32_t k : plan.dag->children[c]) edges.push_back({c, k});
   }
   std::sort(edges.begin(), edges.end());
   std::vector<std::uint32_t> position(plan.size());
@@ -256,7 +257,7 @@ GraphShaping shape_graph(const Plan& plan, GraphShape shape,
   std::size_t from_plan = 0;
   for (const Edge& e : kept) {
     up.emplace_back(e.child, e.parent);
-    const auto children = plan.children[e.parent];
+    const auto children = plan.dag->children[e.parent];
     if (std::find(children.begin(), children.end(), e.child) != children.end()) ++from_plan;
   }
   if (kept.size() == from_plan) {
@@ -268,7 +269,7 @@ GraphShaping shape_graph(const Plan& plan, GraphShape shape,
   out.parents = Adjacency::from_pairs(plan.size(), up);
   out.order = order;
   out.edges_added = kept.size() - from_plan;
-  out.edges_dropped = plan.children.edges() - from_plan;
+  out.edges_dropped = plan.dag->children.edges() - from_plan;
   out.reason = asked + ": " + std::to_string(out.edges_added) + " lane edges added, " +
                std::to_string(out.edges_dropped) + " edges they imply left out";
   return out;

@@ -68,16 +68,16 @@ std::pair<ArgumentStore::Slot, ArgumentStore::Slot> slots_of(const Plan& plan, s
 // True when a path of the plan's edges leads from `from` to `to` (or they are one command).
 bool reaches(const Plan& plan, std::uint32_t from, std::uint32_t to) {
   if (from == to) return true;
-  if (plan.position[from] > plan.position[to]) return false;
+  if (plan.dag->position[from] > plan.dag->position[to]) return false;
   std::vector<bool> seen(plan.size(), false);
   std::deque<std::uint32_t> open{from};
   seen[from] = true;
   while (!open.empty()) {
     const std::uint32_t v = open.front();
     open.pop_front();
-    for (const std::uint32_t k : plan.children[v]) {
+    for (const std::uint32_t k : plan.dag->children[v]) {
       if (k == to) return true;
-      if (!seen[k] && plan.position[k] < plan.position[to]) {
+      if (!seen[k] && plan.dag->position[k] < plan.dag->position[to]) {
         seen[k] = true;
         open.push_back(k);
       }
@@ -174,8 +174,9 @@ void add_transient_access(const Plan& plan, std::uint32_t c, std::vector<MemoryA
 void check_transients(Plan& plan) {
   const TransientMemory& m = plan.memory;
   if (m.empty()) return;
+  const std::vector<std::uint32_t>& position = plan.dag->position;
   for (const TransientInfo& t : m.list) {
-    if (t.release != TransientMemory::none && plan.position[t.release] < plan.position[t.alloc]) {
+    if (t.release != TransientMemory::none && position[t.release] < position[t.alloc]) {
       throw Error(errc::hazard,
                   "command buffer " + in_quotes(plan.buffer_name) + ": transient memory " +
                       in_quotes(plan.name(t.alloc)) + " is freed by " + in_quotes(plan.name(t.release)) +
@@ -195,14 +196,14 @@ void check_transients(Plan& plan) {
         return "command buffer " + in_quotes(plan.buffer_name) + ": command " +
                in_quotes(plan.name(c)) + " uses transient memory " + in_quotes(plan.name(info.alloc));
       };
-      if (plan.position[c] < plan.position[info.alloc]) {
+      if (plan.dag->position[c] < plan.dag->position[info.alloc]) {
         throw Error(errc::hazard,
                     what() + " before its allocation (the edges order " +
                         in_quotes(plan.name(info.alloc)) + " after it)",
                     {plan.name(c), plan.name(info.alloc)});
       }
       if (info.release != TransientMemory::none &&
-          plan.position[c] > plan.position[info.release]) {
+          plan.dag->position[c] > plan.dag->position[info.release]) {
         throw Error(errc::hazard,
                     what() + " after its free (the edges order " + in_quotes(plan.name(info.release)) +
                         " before it)",

@@ -160,10 +160,10 @@ Executable compile(CommandBuffer& commands, Device device, const CompileOptions&
   std::shared_ptr<const detail::Plan> plan = detail::build_plan(*rec, plan_options(device, options));
   stats.plan_ms = detail::ms_since(start);
   stats.commands = plan->size();
-  stats.edges_recorded = plan->edges.size() - plan->hazards.inferred.size();
+  stats.edges_recorded = plan->dag->edges.size() - plan->hazards.inferred.size();
   add_hazard_counts(*plan, stats);
-  stats.edges_reduced = plan->children.edges();
-  stats.levels = plan->level_count;
+  stats.edges_reduced = plan->dag->children.edges();
+  stats.levels = plan->dag->level_count;
   stats.transients = plan->memory.list.size();
   stats.transient_bytes = plan->memory.arena_bytes;
 

@@ -113,7 +113,7 @@ inline std::string run_on_gpu(const Dag& dag, Backend backend, unsigned max_stre
                               GraphShape shape = GraphShape::automatic(),
                               std::span<const std::chrono::nanoseconds> costs = {}) {
   // Indirect vertices with raw kernels, unless the edges are programmatic: those join kernels
-  // alone (plan.programmatic.edges_join_kernels_only).
+  // alone (plan.dag->programmatic.edges_join_kernels_only).
   const bool indirect = !portable && kind == EdgeKind::full;
   DeviceBoard board(gpu, dag.size * launches);
   const Buffer<int> cells(gpu, std::max<std::size_t>(inferred ? dag.edges.size() : 0, 1));

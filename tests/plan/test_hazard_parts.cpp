@@ -237,8 +237,8 @@ namespace {
 std::vector<std::vector<bool>> closure_of(const detail::Plan& plan) {
   const std::size_t n = plan.size();
   std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
-  for (auto it = plan.order.rbegin(); it != plan.order.rend(); ++it) {
-    for (const std::uint32_t k : plan.children[*it]) {
+  for (auto it = plan.dag->order.rbegin(); it != plan.dag->order.rend(); ++it) {
+    for (const std::uint32_t k : plan.dag->children[*it]) {
       reach[*it][k] = true;
       for (std::uint32_t x = 0; x < n; ++x) reach[*it][x] = reach[*it][x] || reach[k][x];
     }
@@ -293,7 +293,7 @@ TEST_CASE("hazards.conflicts_ordered_nearby_are_ordered" * doctest::timeout(60))
     const auto order = detail::validation_order(*plan);
     const auto unmarked = detail::immediate_conflicts(detail::AccessLists(*plan), order);
     std::vector<std::pair<std::uint32_t, std::uint32_t>> up;
-    for (const detail::Edge& e : plan->edges) up.emplace_back(e.child, e.parent);
+    for (const detail::Edge& e : plan->dag->edges) up.emplace_back(e.child, e.parent);
     const auto parents = detail::Adjacency::from_pairs(plan->size(), up);
     const auto marked = detail::immediate_conflicts(detail::AccessLists(*plan), order, &parents);
     REQUIRE(marked.size() == unmarked.size());

@@ -147,7 +147,7 @@ void check_unneeded(const Program& p, const Plan& plan, const std::vector<std::v
   std::set<std::pair<std::uint32_t, std::uint32_t>> unneeded;
   for (const detail::Edge& e : detail::unneeded_edges(plan)) unneeded.emplace(e.parent, e.child);
   for (std::uint32_t v = 0; v < plan.size(); ++v) {
-    for (std::uint32_t k : plan.children[v]) {
+    for (std::uint32_t k : plan.dag->children[v]) {
       if (p.touches[v].empty() || p.touches[k].empty()) {
         CHECK(unneeded.count({v, k}) == 0);  // not judged
         continue;
@@ -232,7 +232,7 @@ TEST_CASE("hazards.infer_orders_every_conflict" * doctest::timeout(120)) {
     record(cmd, p, memory);
     const auto plan = plan_of(cmd, Hazards::infer);
     std::vector<std::pair<std::uint32_t, std::uint32_t>> all;
-    for (const detail::Edge& e : plan->edges) all.emplace_back(e.parent, e.child);
+    for (const detail::Edge& e : plan->dag->edges) all.emplace_back(e.parent, e.child);
     CHECK(unordered_conflicts(p, all).empty());
     for (const detail::InferredEdge& e : plan->hazards.inferred) {
       CHECK(e.edge.parent < e.edge.child);  // recording order
@@ -285,7 +285,7 @@ TEST_CASE("hazards.large_programs_agree_with_the_oracle" * doctest::timeout(240)
     const auto inferred = plan_of(cmd, Hazards::infer);
     std::vector<std::pair<std::uint32_t, std::uint32_t>> kept;
     for (std::uint32_t v = 0; v < n; ++v) {
-      for (std::uint32_t k : inferred->children[v]) kept.emplace_back(v, k);
+      for (std::uint32_t k : inferred->dag->children[v]) kept.emplace_back(v, k);
     }
     CHECK(unordered_conflicts(p, kept).empty());  // the reduced edges still order them all
   }

@@ -45,7 +45,7 @@ std::shared_ptr<const Plan> plan_of(const CommandBuffer& cmd) {
 
 std::set<std::pair<std::uint32_t, std::uint32_t>> programmatic(const Plan& plan) {
   std::set<std::pair<std::uint32_t, std::uint32_t>> s;
-  for (const Edge& e : plan.programmatic) s.emplace(e.parent, e.child);
+  for (const Edge& e : plan.dag->programmatic) s.emplace(e.parent, e.child);
   return s;
 }
 
@@ -56,7 +56,7 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("plan.programmatic.edges_join_kernels_only" * doctest::timeout(10)) {
+TEST_CASE("plan.dag->programmatic.edges_join_kernels_only" * doctest::timeout(10)) {
   CommandBuffer cmd("pdl");
   auto load = cmd.host([] {}).named("load");
   auto scale = cmd.parallel_for(8, Nothing{}).named("scale");
@@ -79,7 +79,7 @@ TEST_CASE("plan.programmatic.edges_join_kernels_only" * doctest::timeout(10)) {
         "indirect; programmatic edges join kernels (launch, parallel_for)");
 }
 
-TEST_CASE("plan.programmatic.kinds_survive_reduction" * doctest::timeout(10)) {
+TEST_CASE("plan.dag->programmatic.kinds_survive_reduction" * doctest::timeout(10)) {
   CommandBuffer cmd("pdl");
   auto a = cmd.parallel_for(8, Nothing{});
   auto b = cmd.parallel_for(8, Nothing{}).after(a, EdgeKind::programmatic);
@@ -88,8 +88,8 @@ TEST_CASE("plan.programmatic.kinds_survive_reduction" * doctest::timeout(10)) {
   auto d = cmd.parallel_for(8, Nothing{}).after(c, EdgeKind::programmatic);
   d.after(c);  // recorded both ways: full wins
   auto plan = plan_of(cmd);
-  CHECK(plan->edges.size() == 4);  // a-b, a-c, b-c, c-d once each
-  CHECK(plan->children.edges() == 3);
+  CHECK(plan->dag->edges.size() == 4);  // a-b, a-c, b-c, c-d once each
+  CHECK(plan->dag->children.edges() == 3);
   CHECK(programmatic(*plan) == std::set<std::pair<std::uint32_t, std::uint32_t>>{
                                    {a.index(), b.index()}, {b.index(), c.index()}});
   CHECK(plan->is_programmatic(a.index(), b.index()));
@@ -97,7 +97,7 @@ TEST_CASE("plan.programmatic.kinds_survive_reduction" * doctest::timeout(10)) {
   CHECK_FALSE(plan->is_programmatic(a.index(), c.index()));
 }
 
-TEST_CASE("plan.programmatic.safe_kernels_take_edges_from_kernels" * doctest::timeout(10)) {
+TEST_CASE("plan.dag->programmatic.safe_kernels_take_edges_from_kernels" * doctest::timeout(10)) {
   CommandBuffer cmd("chain");
   auto k1 = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 1);
   auto k2 = cmd.launch(&kernel_stub, LaunchConfig{{1}, {1}}, 2).after(k1).programmatic_safe();
@@ -324,7 +324,7 @@ TEST_CASE("plan.update_free.is_structure" * doctest::timeout(10)) {
   CMDGRAPH_EXPECT_ERROR(s.update_free(), errc::wrong_state);
 }
 
-TEST_CASE("plan.programmatic.host_backend_orders_them_as_edges" * doctest::timeout(120)) {
+TEST_CASE("plan.dag->programmatic.host_backend_orders_them_as_edges" * doctest::timeout(120)) {
   // Every edge programmatic, priorities at random: the host backend runs them as edges.
   for (std::uint32_t seed = 0; seed < 20; ++seed) {
     const Dag dag = random_dag(seed % 2 ? DagShape::random : DagShape::layered, 50 + 10 * seed, seed);

@@ -13,9 +13,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <iterator>
 #include <new>
+#include <random>
 #include <set>
 
 using namespace cmdgraph;
@@ -41,7 +43,7 @@ using EdgeSet = std::set<std::pair<std::uint32_t, std::uint32_t>>;
 EdgeSet reduced_edges(const Plan& plan) {
   EdgeSet s;
   for (std::uint32_t v = 0; v < plan.size(); ++v) {
-    for (std::uint32_t k : plan.children[v]) s.emplace(v, k);
+    for (std::uint32_t k : plan.dag->children[v]) s.emplace(v, k);
   }
   return s;
 }
@@ -70,14 +72,14 @@ EdgeSet brute_force_reduction(const Dag& dag) {
 
 }  // namespace
 
-TEST_CASE("plan.order.respects_every_edge" * doctest::timeout(60)) {
+TEST_CASE("plan.dag->order.respects_every_edge" * doctest::timeout(60)) {
   for (std::uint32_t seed = 0; seed < 50; ++seed) {
     const Dag dag = random_dag(DagShape::shuffled, 300, seed);
     CommandBuffer cmd("order");
     record(cmd, dag);
     auto plan = plan_of(cmd);
-    REQUIRE(plan->order.size() == dag.size);
-    for (const auto& [p, c] : dag.edges) CHECK(plan->position[p] < plan->position[c]);
+    REQUIRE(plan->dag->order.size() == dag.size);
+    for (const auto& [p, c] : dag.edges) CHECK(plan->dag->position[p] < plan->dag->position[c]);
   }
 }
 
@@ -87,9 +89,9 @@ TEST_CASE("plan.reduction.triangle_keeps_two" * doctest::timeout(10)) {
   auto b = cmd.host([] {}).after(a);
   auto c = cmd.host([] {}).after(b, a);
   auto plan = plan_of(cmd);
-  CHECK(plan->edges.size() == 3);
+  CHECK(plan->dag->edges.size() == 3);
   CHECK(reduced_edges(*plan) == EdgeSet{{a.index(), b.index()}, {b.index(), c.index()}});
-  CHECK(plan->parents[c.index()].size() == 1);
+  CHECK(plan->dag->parents[c.index()].size() == 1);
 }
 
 TEST_CASE("plan.reduction.matches_brute_force" * doctest::timeout(120)) {
@@ -115,8 +117,9 @@ TEST_CASE("plan.reduction.by_reach_matches_the_search" * doctest::timeout(120)) 
     CommandBuffer cmd("reduce");
     record(cmd, dag);
     const auto plan = plan_of(cmd);
-    const auto searched = detail::transitive_reduction(n, plan->edges, plan->position);
-    CHECK(detail::transitive_reduction_by_reach(n, plan->edges, plan->position) == searched);
+    const detail::PlanDag& reduced = *plan->dag;
+    const auto searched = detail::transitive_reduction(n, reduced.edges, reduced.position);
+    CHECK(detail::transitive_reduction_by_reach(n, reduced.edges, reduced.position) == searched);
     if (n < 200) {
       EdgeSet kept;
       for (const detail::Edge& e : searched) kept.emplace(e.parent, e.child);
@@ -134,24 +137,24 @@ TEST_CASE("plan.levels_and_critical_path" * doctest::timeout(10)) {
   auto e = cmd.host([] {}).after(a);
   auto d = cmd.host([] {}).after(c, e);
   auto plan = plan_of(cmd);
-  CHECK(plan->level[a.index()] == 0);
-  CHECK(plan->level[b.index()] == 1);
-  CHECK(plan->level[e.index()] == 1);
-  CHECK(plan->level[d.index()] == 3);
-  CHECK(plan->level_count == 4);
-  CHECK(plan->critical_path ==
+  CHECK(plan->dag->level[a.index()] == 0);
+  CHECK(plan->dag->level[b.index()] == 1);
+  CHECK(plan->dag->level[e.index()] == 1);
+  CHECK(plan->dag->level[d.index()] == 3);
+  CHECK(plan->dag->level_count == 4);
+  CHECK(plan->dag->critical_path ==
         std::vector<std::uint32_t>{a.index(), b.index(), c.index(), d.index()});
-  CHECK(plan->bottom[a.index()] == 4);
+  CHECK(plan->dag->bottom[a.index()] == 4);
 }
 
-TEST_CASE("plan.critical_path.ignores_free_commands" * doctest::timeout(10)) {
+TEST_CASE("plan.dag->critical_path.ignores_free_commands" * doctest::timeout(10)) {
   // Barriers weigh nothing: a chain of barriers loses to one real command.
   CommandBuffer cmd("w");
   auto a = cmd.host([] {});
   cmd.barrier();
   cmd.host([] {}).after(a);
   auto plan = plan_of(cmd);
-  CHECK(plan->bottom[a.index()] == 2);
+  CHECK(plan->dag->bottom[a.index()] == 2);
   CHECK(detail::schedule_weight(CommandKind::barrier) == 0);
 }
 
@@ -159,7 +162,7 @@ TEST_CASE("plan.empty" * doctest::timeout(10)) {
   CommandBuffer cmd("empty");
   auto plan = plan_of(cmd);
   CHECK(plan->size() == 0);
-  CHECK(plan->critical_path.empty());
+  CHECK(plan->dag->critical_path.empty());
   CHECK(detail::flatten(*plan).tasks.empty());
 }
 
@@ -167,9 +170,9 @@ TEST_CASE("plan.chain.100k_without_recursion" * doctest::timeout(60)) {
   CommandBuffer cmd("chain");
   record(cmd, random_dag(DagShape::chain, 100000, 0));
   auto plan = plan_of(cmd);
-  CHECK(plan->level_count == 100000);
-  CHECK(plan->children.edges() == 99999);
-  CHECK(plan->critical_path.size() == 100000);
+  CHECK(plan->dag->level_count == 100000);
+  CHECK(plan->dag->children.edges() == 99999);
+  CHECK(plan->dag->critical_path.size() == 100000);
 }
 
 TEST_CASE("plan.fan.100k" * doctest::timeout(60)) {
@@ -178,9 +181,9 @@ TEST_CASE("plan.fan.100k" * doctest::timeout(60)) {
   record(cmd, dag);
   cmd.host([] {});  // plus one isolated command
   auto plan = plan_of(cmd);
-  CHECK(plan->level_count == 3);
-  CHECK(plan->children.edges() == dag.edges.size());
-  CHECK(plan->children[0].size() == 99998);
+  CHECK(plan->dag->level_count == 3);
+  CHECK(plan->dag->children.edges() == dag.edges.size());
+  CHECK(plan->dag->children[0].size() == 99998);
 }
 
 TEST_CASE("plan.flatten.nested_between_joins" * doctest::timeout(10)) {
@@ -231,7 +234,8 @@ TEST_CASE("plan.commands.shared_with_the_recording_until_it_changes" * doctest::
   const detail::NewValues values = detail::plan_of_new_values(*plan, next_rec);
   REQUIRE(values.plan);
   CHECK(&values.plan->command(0) == &next_rec.commands()[0]);
-  CHECK(values.plan->children.edges() == 1);
+  CHECK(values.plan->dag->children.edges() == 1);
+  CHECK(values.plan->dag == plan->dag);  // the structure's analysis, not a copy of it
 
   a.cost(std::chrono::microseconds(5));
   CHECK(rec.commands()[0].hints.cost == std::chrono::microseconds(5));
@@ -299,6 +303,73 @@ TEST_CASE("plan.values.kernel_arguments_stored_converted_aligned_and_zero_padded
   CHECK_FALSE(other_plan->arguments().same_bytes(args, kernel.config, p + 6));
 }
 
+TEST_CASE("plan.values.commands_with_new_values_match_a_command_by_command_oracle" *
+          doctest::timeout(30)) {
+  // Frames of kernels of mixed parameters (padding inside and between values), kernels of
+  // none and barriers (no values), recorded again with some values new: sometimes one byte of
+  // one value, at every offset a scan by blocks and words meets; the commands found changed are
+  // those whose bytes differ, compared a command at a time.
+  std::mt19937 rng(7);
+  int out[2] = {0, 0};
+  for (int round = 0; round < 300; ++round) {
+    CAPTURE(round);
+    const std::size_t n = 1 + rng() % 60;
+    std::vector<int> kinds(n);  // 0: `mixed`, 1: `nothing`, 2: a barrier
+    for (int& k : kinds) k = rng() % 4 == 0 ? static_cast<int>(1 + rng() % 2) : 0;
+    const double chance = std::array{0.0, 0.02, 0.2, 1.0}[round % 4];
+    std::vector<double> weights(n);
+    for (double& w : weights) w = static_cast<double>(rng() % 1000);
+    struct Values {
+      std::vector<unsigned> grid;
+      std::vector<char> tag;
+      std::vector<double> weight;
+      std::vector<int*> ptr;
+    };
+    auto record = [&](CommandBuffer& cmd, const Values& v) {
+      for (std::size_t c = 0; c < n; ++c) {
+        const LaunchConfig config{{v.grid[c]}, {1}};
+        if (kinds[c] == 2) {
+          cmd.barrier();
+        } else if (kinds[c] == 1) {
+          cmd.launch(&nothing, config);
+        } else {
+          cmd.launch(&mixed, config, v.tag[c], 2.0f, Padded{'p', v.weight[c]}, 3.5,
+                     Wide{{1, 2, 3, 4}}, v.ptr[c]);
+        }
+      }
+    };
+    const Values old_values{std::vector<unsigned>(n, 1), std::vector<char>(n, 'c'), weights,
+                            std::vector<int*>(n, &out[0])};
+    Values new_values = old_values;
+    for (std::size_t c = 0; c < n; ++c) {
+      if (std::uniform_real_distribution<>(0, 1)(rng) >= chance) continue;
+      switch (rng() % 4) {
+        case 0: new_values.grid[c] = 2; break;       // the command's first bytes
+        case 1: new_values.tag[c] = 'd'; break;      // one byte, after the configuration
+        case 2: new_values.ptr[c] = &out[1]; break;  // the last value, in its low bytes
+        default: new_values.weight[c] += 1; break;   // a value in the middle
+      }
+    }
+    CommandBuffer before("frame"), now("frame");
+    record(before, old_values);
+    record(now, new_values);
+    const auto was = plan_of(before);
+    const auto is = plan_of(now);
+    std::vector<std::uint32_t> expected;
+    for (std::uint32_t c = 0; c < n; ++c) {
+      const detail::ArgumentStore::Slot first = c == 0 ? 0 : is->command(c - 1).slots_end;
+      if (!was->arguments().same_bytes(is->arguments(), first, is->command(c).slots_end)) {
+        expected.push_back(c);
+      }
+    }
+    const auto found = detail::commands_with_new_values(was->arguments(), *is);
+    REQUIRE(found);
+    CHECK(*found == expected);
+    CHECK(detail::commands_with_new_values(is->arguments(), *is) ==
+          std::vector<std::uint32_t>{});
+  }
+}
+
 TEST_CASE("plan.values.body_changes_name_each_changed_command_once" * doctest::timeout(10)) {
   // A frame of passes: pass a, executed twice, and pass b, which executes `inner`. New values
   // in a's second command and inner's first are found once each, by the pair of body plans
@@ -346,6 +417,10 @@ TEST_CASE("plan.values.body_changes_name_each_changed_command_once" * doctest::t
         detail::plan_of_new_values(*plan, *detail::recording_of(next));
     REQUIRE(values.plan);
     check(*plan, *values.plan, values.bodies);
+    // A changed body's plan, like the top's, shares the DAG of the plan it ran with.
+    CHECK(values.plan->dag == plan->dag);
+    CHECK(values.plan->bodies_of(0)[0]->dag == plan->bodies_of(0)[0]->dag);
+    CHECK(values.plan->bodies_of(0)[0] != plan->bodies_of(0)[0]);
   }
   SUBCASE("built anew") {
     const auto now = plan_of(next);

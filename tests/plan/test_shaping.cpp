@@ -99,7 +99,9 @@ std::uint64_t tail_of(const Plan& plan, const std::vector<std::uint64_t>& time, 
                       std::vector<std::uint64_t>& tail) {
   if (tail[c] > 0) return tail[c];
   std::uint64_t below = 0;
-  for (std::uint32_t k : plan.children[c]) below = std::max(below, tail_of(plan, time, k, tail));
+  for (std::uint32_t k : plan.dag->children[c]) {
+    below = std::max(below, tail_of(plan, time, k, tail));
+  }
   return tail[c] = time[c] + below;
 }
 
@@ -119,7 +121,7 @@ std::vector<std::uint64_t> modelled_starts(const Plan& plan, const std::vector<s
       if (placed[c]) continue;
       bool free = true;
       std::uint64_t ready = 0;
-      for (std::uint32_t p : plan.parents[c]) {
+      for (std::uint32_t p : plan.dag->parents[c]) {
         free = free && placed[p];
         ready = std::max(ready, start[p] + time[p]);
       }
@@ -192,7 +194,7 @@ void check_shaped(const Plan& plan, const GraphShaping& s) {
   }
   const Reach reach = closure(n, s.parents);
   for (std::uint32_t c = 0; c < n; ++c) {
-    for (std::uint32_t p : plan.parents[c]) CHECK(reach[p][c]);  // every plan edge implied
+    for (std::uint32_t p : plan.dag->parents[c]) CHECK(reach[p][c]);  // every plan edge implied
     for (std::uint32_t p : s.parents[c]) {                        // and no edge redundant
       bool implied = false;
       for (std::uint32_t q : s.parents[c]) implied = implied || (q != p && reach[p][q]);
@@ -203,12 +205,12 @@ void check_shaped(const Plan& plan, const GraphShaping& s) {
   for (std::uint32_t c = 0; c < n; ++c) {
     for (std::uint32_t p : s.parents[c]) {
       ++edges;
-      const auto ps = plan.parents[c];
+      const auto ps = plan.dag->parents[c];
       from_plan += std::find(ps.begin(), ps.end(), p) != ps.end();
     }
   }
   CHECK(s.edges_added == edges - from_plan);
-  CHECK(s.edges_dropped == plan.children.edges() - from_plan);
+  CHECK(s.edges_dropped == plan.dag->children.edges() - from_plan);
 }
 
 }  // namespace
@@ -388,7 +390,7 @@ TEST_CASE("plan.shaping.uniform_never_lengthens_the_schedule" * doctest::timeout
     CAPTURE(s.reason);
     if (!s.shaped()) continue;
     added += s.edges_added;
-    CHECK(longest_chain(s.parents, s.order) == longest_chain(plan->parents, plan->order));
+    CHECK(longest_chain(s.parents, s.order) == longest_chain(plan->dag->parents, plan->dag->order));
     CHECK(s.reason.find("uniform: " + std::to_string(s.lanes) + " lanes (the widest level") == 0);
   }
   CHECK(added > 0);  // random DAGs do get lane edges
@@ -468,7 +470,7 @@ TEST_CASE("plan.shaping.prioritised_commands_keep_their_own_edges" * doctest::ti
   for (const GraphShape shape : {GraphShape::uniform(), GraphShape::lanes(2)}) {
     const GraphShaping s = detail::shape_graph(*plan, shape);
     CAPTURE(s.reason);
-    const auto& parents = s.shaped() ? s.parents : plan->parents;
+    const auto& parents = s.shaped() ? s.parents : plan->dag->parents;
     CHECK(std::vector<std::uint32_t>(parents[probe1.index()].begin(),
                                      parents[probe1.index()].end()) ==
           std::vector<std::uint32_t>{hold.index()});

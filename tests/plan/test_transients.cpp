@@ -42,7 +42,7 @@ std::shared_ptr<const Plan> plan_of(const CommandBuffer& cmd,
 std::set<std::pair<std::uint32_t, std::uint32_t>> kept_edges(const Plan& plan) {
   std::set<std::pair<std::uint32_t, std::uint32_t>> out;
   for (std::uint32_t v = 0; v < plan.size(); ++v) {
-    for (std::uint32_t k : plan.children[v]) out.emplace(v, k);
+    for (std::uint32_t k : plan.dag->children[v]) out.emplace(v, k);
   }
   return out;
 }
@@ -237,8 +237,8 @@ void record_random(TransientProgram& p, std::mt19937& rng, const Buffer<float>& 
 // reach[a][b]: a path of the plan's kept edges leads from a to b.
 std::vector<std::vector<bool>> closure(const Plan& plan) {
   std::vector<std::vector<bool>> reach(plan.size(), std::vector<bool>(plan.size(), false));
-  for (auto it = plan.order.rbegin(); it != plan.order.rend(); ++it) {
-    for (std::uint32_t k : plan.children[*it]) {
+  for (auto it = plan.dag->order.rbegin(); it != plan.dag->order.rend(); ++it) {
+    for (std::uint32_t k : plan.dag->children[*it]) {
       reach[*it][k] = true;
       for (std::uint32_t j = 0; j < plan.size(); ++j) reach[*it][j] = reach[*it][j] || reach[k][j];
     }

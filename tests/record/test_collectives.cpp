@@ -147,7 +147,7 @@ TEST_CASE("collectives.plan.implied_access" * doctest::timeout(10)) {
     record(cmd);
     const auto plan = detail::build_plan(*detail::recording_of(cmd), Hazards::infer);
     CHECK(plan->hazards.inferred.size() == 2);
-    CHECK(plan->order == std::vector<std::uint32_t>{0, 1, 2});
+    CHECK(plan->dag->order == std::vector<std::uint32_t>{0, 1, 2});
   }
   SUBCASE("an exchange reads what it sends and writes what it receives") {
     CommandBuffer cmd("exchange");

@@ -147,11 +147,11 @@ TEST_CASE("reliability.reduction_matches_reachability_oracle" * doctest::timeout
     const EdgeSet expected = oracle_reduction(n, detail::recording_of(cmd)->edges());
     EdgeSet got;
     for (std::uint32_t v = 0; v < n; ++v) {
-      for (std::uint32_t k : plan->children[v]) got.emplace(v, k);
+      for (std::uint32_t k : plan->dag->children[v]) got.emplace(v, k);
     }
     EdgeSet reversed;
     for (std::uint32_t v = 0; v < n; ++v) {
-      for (std::uint32_t p : plan->parents[v]) reversed.emplace(p, v);
+      for (std::uint32_t p : plan->dag->parents[v]) reversed.emplace(p, v);
     }
     INFO("round " << round << ": " << n << " commands, " << detail::recording_of(cmd)->edges().size()
                   << " edges");

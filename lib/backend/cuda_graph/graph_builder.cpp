@@ -20,8 +20,8 @@ namespace {
 const std::vector<std::uint32_t>& node_order(const Plan& plan,
                                              std::vector<std::uint32_t>& recording) {
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    for (std::uint32_t p : plan.parents[c]) {
-      if (p > c) return plan.order;
+    for (std::uint32_t p : plan.dag->parents[c]) {
+      if (p > c) return plan.dag->order;
     }
   }
   recording.resize(plan.size());
@@ -210,7 +210,7 @@ cudaGraphNode_t GraphBuilder::inline_body(const Plan& body, std::uint32_t execut
   owner_ = owner;
   std::vector<cudaGraphNode_t> sinks;
   for (std::uint32_t k = 0; k < body.size(); ++k) {
-    if (body.children[k].empty()) sinks.push_back(nodes[k]);
+    if (body.dag->children[k].empty()) sinks.push_back(nodes[k]);
   }
   if (sinks.empty()) sinks.push_back(entry);
   empty = cuda::NodeSpec::of(cudaGraphNodeTypeEmpty);
@@ -266,8 +266,8 @@ void GraphBuilder::add_applier(const Plan& plan) {
   out_->applier = cuda::add_node(out_->graph.get(), {}, node.spec(), served);
   // The plan's edges hold in the graph built (shaping keeps their reach).
   std::vector<char> after_applier(plan.size(), 0);
-  for (const std::uint32_t c : plan.order) {
-    for (const std::uint32_t p : plan.parents[c]) after_applier[c] |= after_applier[p];
+  for (const std::uint32_t c : plan.dag->order) {
+    for (const std::uint32_t p : plan.dag->parents[c]) after_applier[c] |= after_applier[p];
     if (after_applier[c] || !arguments_->holds(c)) continue;
     cuda::add_edge(out_->graph.get(), out_->applier, out_->nodes[c], served);
     after_applier[c] = 1;
@@ -293,7 +293,7 @@ void* GraphBuilder::to_free(std::uint32_t c) const {
 void GraphBuilder::free_the_rest(const Plan& plan) {
   std::vector<cudaGraphNode_t> sinks;
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (plan.children[c].empty()) sinks.push_back(out_->nodes[c]);
+    if (plan.dag->children[c].empty()) sinks.push_back(out_->nodes[c]);
   }
   for (std::uint32_t t = 0; t < plan.memory.list.size(); ++t) {
     if (plan.memory.list[t].release != TransientMemory::none) continue;
@@ -337,11 +337,11 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   std::vector<cudaGraphNode_t> deps;
   std::vector<cudaGraphEdgeData> edges;  // per dep, when one of them is programmatic
   // Event profiling puts event nodes between kernels, which take full edges only.
-  const bool programmatic = programmatic_ && !profiled && !plan.programmatic.empty();
+  const bool programmatic = programmatic_ && !profiled && !plan.dag->programmatic.empty();
   // The top level's edges as shaped, when shaped (a superset in reach of the plan's), in the
   // order of the shaped graph's model.
   const bool shaped = &plan == root_ && out_->shaping && out_->shaping->shaped();
-  const Adjacency& graph_parents = shaped ? out_->shaping->parents : plan.parents;
+  const Adjacency& graph_parents = shaped ? out_->shaping->parents : plan.dag->parents;
   std::vector<std::uint32_t> recording;
   const std::vector<std::uint32_t>& order =
       shaped ? out_->shaping->order : node_order(plan, recording);
@@ -352,7 +352,7 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
     if (programmatic) add_edge_data(plan, c, graph_parents[c], edges);
     if (deps.empty() && root) deps.push_back(root);
     parents.clear();
-    for (std::uint32_t p : plan.parents[c]) parents.push_back(after[p]);
+    for (std::uint32_t p : plan.dag->parents[c]) parents.push_back(after[p]);
     if (parents.empty()) parents.push_back(entry);
     ProfilePoint point{&plan, c, nullptr, nullptr};
     if (profiled) deps.assign(1, add_event_node(graph, deps, &point.start));
@@ -370,7 +370,7 @@ HostAncestors GraphBuilder::add_nodes(const Plan& plan, const ArgumentStore& arg
   }
   parents.clear();
   for (std::uint32_t c = 0; c < plan.size(); ++c) {
-    if (plan.children[c].empty()) parents.push_back(after[c]);
+    if (plan.dag->children[c].empty()) parents.push_back(after[c]);
   }
   if (plan.size() == 0) parents.push_back(entry);
   return merged(parents);

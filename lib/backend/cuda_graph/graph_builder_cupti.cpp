@@ -25,7 +25,7 @@ std::uint32_t GraphBuilder::timed_run(const Plan& plan, std::uint32_t c,
                                       std::vector<std::uint32_t>& run_of) {
   if (fold_into_ != no_timed) return fold_into_;  // a conditional body: timed as its owner
   TimedCommand timed{&plan, c, owner_, {}, nullptr, false};
-  for (std::uint32_t p : plan.parents[c]) timed.parents.push_back(run_of[p]);
+  for (std::uint32_t p : plan.dag->parents[c]) timed.parents.push_back(run_of[p]);
   std::vector<TimedCommand>& commands = out_->cupti->commands;
   run_of[c] = static_cast<std::uint32_t>(commands.size());
   commands.push_back(std::move(timed));

@@ -110,7 +110,7 @@ cudaGraphNode_t GraphBuilder::add_conditional(const Plan& plan, std::uint32_t c,
     }
     std::vector<cudaGraphNode_t> last;  // the body's sinks
     for (std::uint32_t k = 0; k < body.size(); ++k) {
-      if (body.children[k].empty()) last.push_back(body_nodes[k]);
+      if (body.dag->children[k].empty()) last.push_back(body_nodes[k]);
     }
     const cudaGraphNode_t again = cuda::add_node(body_graph, last, check, name);
     if (cupti_) note(again, timed, cuda::cupti::work::kernels);
