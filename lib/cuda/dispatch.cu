@@ -16,42 +16,59 @@ __device__ void note_clamped(unsigned long long* report, unsigned long long aske
   if (asked > report[1]) report[1] = asked;
 }
 
-// Runs the node with `grid`, or not at all when it has no block. Enabling again every run:
-// a node disabled by an earlier run stays disabled until told otherwise.
-__device__ void size_node(cudaGraphDeviceNode_t node, dim3 grid) {
+// Enables or disables the node unless it is so already.
+__device__ void enable_node(cudaGraphDeviceNode_t node, bool enabled, DispatchState* state) {
+  const unsigned want = enabled ? 2 : 1;
+  if (state->enabled == want) return;
+  cudaGraphKernelNodeSetEnabled(node, enabled);
+  state->enabled = want;
+}
+
+// Runs the node with `grid`, or not at all when it has no block. Enabling again after a run
+// that disabled it: a disabled node stays disabled until told otherwise.
+__device__ void size_node(cudaGraphDeviceNode_t node, dim3 grid, DispatchState* state) {
   const bool any = grid.x != 0 && grid.y != 0 && grid.z != 0;
-  cudaGraphKernelNodeSetEnabled(node, any);
-  if (any) cudaGraphKernelNodeSetGridDim(node, grid);
+  enable_node(node, any, state);
+  if (!any || (state->grid[0] == grid.x && state->grid[1] == grid.y && state->grid[2] == grid.z)) {
+    return;
+  }
+  cudaGraphKernelNodeSetGridDim(node, grid);
+  state->grid[0] = grid.x;
+  state->grid[1] = grid.y;
+  state->grid[2] = grid.z;
 }
 
 __global__ void dispatch_grid(cudaGraphDeviceNode_t node, const unsigned* source, dim3 limit,
-                              unsigned long long* report) {
+                              unsigned long long* report, DispatchState* state) {
   const dim3 asked(source[0], source[1], source[2]);
   const dim3 grid(min(asked.x, limit.x), min(asked.y, limit.y), min(asked.z, limit.z));
   if (grid.x != asked.x || grid.y != asked.y || grid.z != asked.z) {
     note_clamped(report, static_cast<unsigned long long>(asked.x) * asked.y * asked.z);
   }
-  size_node(node, grid);
+  size_node(node, grid, state);
 }
 
 __global__ void dispatch_count(cudaGraphDeviceNode_t node, const void* source, CountDispatch how,
-                               unsigned long long* report) {
+                               unsigned long long* report, DispatchState* state) {
   const unsigned long long asked = how.source_width == 8
                                        ? *static_cast<const unsigned long long*>(source)
                                        : *static_cast<const unsigned*>(source);
   const unsigned long long count = min(asked, how.max_count);
   if (count != asked) note_clamped(report, asked);
   const unsigned long long needed = (count + how.block - 1) / how.block;
-  size_node(node, dim3(static_cast<unsigned>(min(needed, static_cast<unsigned long long>(
-                                                          how.max_blocks)))));
-  if (count != 0) {
+  const auto blocks = static_cast<unsigned>(min(needed, static_cast<unsigned long long>(
+                                                            how.max_blocks)));
+  size_node(node, dim3(blocks), state);
+  if (count != 0 && count != state->count) {
     const std::size_t items = count;
     cudaGraphKernelNodeSetParam(node, how.count_offset, &items, sizeof items);
+    state->count = count;
   }
 }
 
-__global__ void dispatch_flag(cudaGraphDeviceNode_t node, const unsigned* flag) {
-  cudaGraphKernelNodeSetEnabled(node, *flag != 0);
+__global__ void dispatch_flag(cudaGraphDeviceNode_t node, const unsigned* flag,
+                              DispatchState* state) {
+  enable_node(node, *flag != 0, state);
 }
 
 __global__ void apply_arguments(const ArgumentBlock* block, const cudaGraphDeviceNode_t* nodes,

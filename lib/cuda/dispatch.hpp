@@ -24,21 +24,33 @@ struct CountDispatch {
   unsigned zero = 0;
 };
 
+/// What a dispatcher last set on its node, so that it sets only what changed: a device-side
+/// call costs ~0.5 us (tools/probes/indirect_cost.cu), a node keeps what was set on it from
+/// run to run, and the count or grid of a loop's indirect command often stays the same. One per
+/// dispatcher node, in device memory, zeroed when made: nothing known. The host never changes a
+/// node a dispatcher sizes (an update rebuilds such a graph), so the two never disagree.
+struct DispatchState {
+  unsigned enabled;          // 0: not known, 1: disabled, 2: enabled
+  unsigned grid[3];          // as last set; 0 (never a grid's): not known
+  unsigned long long count;  // the count parameter as last set; 0 (never set): not known
+};
+
 // Each dispatcher reports to two words in memory both the device and the host reach
 // (backend/dispatch_reports.hpp lays them out), and only for a run whose source asked for
 // more than the command's limit: report[0] counts those runs, report[1] is the most one asked
 // for (blocks for a grid, x * y * z; items for a count).
 
 /// The host stub of `__global__ void (cudaGraphDeviceNode_t node, const unsigned* grid, dim3
-/// limit, unsigned long long* report)`: sets `node`'s grid to grid[0..2] clamped to `limit`,
-/// or disables the node when one of them is 0.
+/// limit, unsigned long long* report, DispatchState* state)`: sets `node`'s grid to grid[0..2]
+/// clamped to `limit`, or disables the node when one of them is 0.
 const void* grid_dispatcher() noexcept;
 /// The host stub of `__global__ void (cudaGraphDeviceNode_t node, const void* count,
-/// CountDispatch how, unsigned long long* report)`: sets `node`'s grid and count parameter
-/// from *count clamped to how.max_count, or disables the node for a count of 0.
+/// CountDispatch how, unsigned long long* report, DispatchState* state)`: sets `node`'s grid
+/// and count parameter from *count clamped to how.max_count, or disables the node for a count
+/// of 0.
 const void* count_dispatcher() noexcept;
-/// The host stub of `__global__ void (cudaGraphDeviceNode_t node, const unsigned* flag)`:
-/// enables `node` when *flag is not 0, disables it when it is.
+/// The host stub of `__global__ void (cudaGraphDeviceNode_t node, const unsigned* flag,
+/// DispatchState* state)`: enables `node` when *flag is not 0, disables it when it is.
 const void* flag_dispatcher() noexcept;
 
 /// One parameter of an update-free kernel in an argument block: its value lies `data_at` bytes

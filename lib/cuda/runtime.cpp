@@ -78,6 +78,20 @@ void* allocate_device(int device, std::size_t bytes) {
   return p;
 }
 
+void* allocate_device_zeroed(int device, std::size_t bytes) {
+  void* p = allocate_device(device, bytes);
+  try {
+    const ScopedDevice on(device);
+    // The legacy stream, waited for: no stream of the library's is ordered after it.
+    CMDGRAPH_CUDA(no_command, cudaMemsetAsync, p, 0, bytes, cudaStreamLegacy);
+    CMDGRAPH_CUDA(no_command, cudaStreamSynchronize, cudaStreamLegacy);
+  } catch (...) {
+    free_device(device, p);
+    throw;
+  }
+  return p;
+}
+
 // Frees are not counted by fault injection, which would skip them and leak what they free;
 // like every destruction they report nothing.
 void free_device(int device, void* p) noexcept {

@@ -29,6 +29,8 @@ std::pair<int, int> priority_range(int device);
 void open_peer_access(int device, int peer, Served served);
 
 void* allocate_device(int device, std::size_t bytes);
+/// As allocate_device, every byte 0 before it returns.
+void* allocate_device_zeroed(int device, std::size_t bytes);
 void free_device(int device, void* p) noexcept;
 void* allocate_pinned(std::size_t bytes);
 void free_pinned(void* p) noexcept;

@@ -6,7 +6,7 @@
 // exit). Each search is checked against a BFS on the CPU, on two random graphs: one whose
 // neighbours are anywhere (a few wide levels, like a social network) and one whose neighbours
 // are near (hundreds of narrow levels, like a road network), where the host's round trips
-// weigh more. [--vertices N] [--degree D] [--trials T]
+// weigh more. [--vertices N] [--degree D] [--trials T] [--levels-per-pass L]
 #include "sample.hpp"
 
 #include <algorithm>
@@ -17,12 +17,24 @@
 #include <queue>
 #include <random>
 #include <vector>
+#if defined(__CUDACC__)
+#include <cuda/atomic>
+#endif
 
 using namespace cmdgraph;
 
 namespace {
 
-// Atomics on the host and on the GPU alike.
+// Atomics on the host and on the GPU alike. Whether a vertex was visited, as far as this thread
+// can tell yet: a vertex claimed since may still read unvisited, which claim() then settles.
+CMDGRAPH_HOST_DEVICE inline bool seen(int* depth) {
+#if defined(__CUDA_ARCH__)
+  using Depth = ::cuda::atomic_ref<int, ::cuda::thread_scope_device>;
+  return Depth(*depth).load(::cuda::memory_order_relaxed) != -1;
+#else
+  return std::atomic_ref<int>(*depth).load(std::memory_order_relaxed) != -1;
+#endif
+}
 CMDGRAPH_HOST_DEVICE inline bool claim(int* depth, int level) {
 #if defined(__CUDA_ARCH__)
   return atomicCAS(depth, -1, level) == -1;
@@ -52,11 +64,14 @@ struct Search {
   std::uint32_t vertices;
 
   // Claims v's unvisited neighbours, one level deeper than v, appending them to half `into`.
+  // A neighbour seen visited costs a load rather than an atomic: on a graph of near
+  // neighbours most are.
   CMDGRAPH_HOST_DEVICE void expand(std::uint32_t v, int into) const {
     const int next_level = depth[v] + 1;
     for (std::uint32_t e = offsets[v]; e < offsets[v + 1]; ++e) {
       const std::uint32_t w = edges[e];
-      if (claim(depth + w, next_level)) frontiers[into * vertices + append(sizes + into)] = w;
+      if (seen(depth + w) || !claim(depth + w, next_level)) continue;
+      frontiers[into * vertices + append(sizes + into)] = w;
     }
   }
 };
@@ -190,6 +205,11 @@ Command record_start(CommandBuffer& cmd, Memory& m, std::uint32_t source) {
   return cmd.parallel_for(1, Start{m.search(), source}).after(unvisited).named("start");
 }
 
+struct Settings {
+  int trials = 5;           // searches timed, after one that warms up
+  int levels_per_pass = 2;  // levels each pass of the one-launch search expands (even)
+};
+
 struct Outcome {
   double ms = 0;        // the median of the timed searches
   int round_trips = 0;  // times the host read a size back before launching again
@@ -217,22 +237,29 @@ Outcome search_in_one_launch(Device device, Queue& queue, Memory& m, std::uint32
 }
 
 // The frontier sizes each level's expansion on the device: no size returns to the host. A pass
-// expands two levels, half 0 into half 1 and back, so that nothing runs between levels to swap
-// the halves; when the first level finds nothing, the second is sized 0 and runs nothing.
-Outcome one_launch(Device device, Queue& queue, Memory& m, std::uint32_t source, int trials) {
+// expands `levels_per_pass` levels (an even number), half 0 into half 1 and back, so that
+// nothing runs between levels to swap the halves, and the loop's test runs once a pass; once a
+// level finds nothing, the levels after it in the pass are sized 0 and run nothing.
+Outcome one_launch(Device device, Queue& queue, Memory& m, std::uint32_t source,
+                   const Settings& settings) {
   const std::size_t most = m.depth.size();
-  CommandBuffer pass("two levels");
-  auto even = pass.parallel_for_indirect(m.sizes.subview(0, 1), most,
-                                         ExpandFrontier{m.search(), 0})
-                  .named("expand half 0");
-  pass.parallel_for_indirect(m.sizes.subview(1, 1), most, ExpandFrontier{m.search(), 1})
-      .after(even)
-      .named("expand half 1");
-  return search_in_one_launch(device, queue, m, source, trials, pass);
+  CommandBuffer pass("levels");
+  Command previous;
+  for (int level = 0; level < settings.levels_per_pass; ++level) {
+    const int half = level % 2;
+    auto expand = pass.parallel_for_indirect(m.sizes.subview(half, 1), most,
+                                             ExpandFrontier{m.search(), half})
+                      .named(half == 0 ? "expand half 0" : "expand half 1");
+    if (previous.valid()) expand.after(previous);
+    previous = expand;
+  }
+  return search_in_one_launch(device, queue, m, source, settings.trials, pass);
 }
 
 // One launch per level: the host reads the frontier's size back and sizes the next launch.
-Outcome host_driven(Device device, Queue& queue, Memory& m, std::uint32_t source, int trials) {
+Outcome host_driven(Device device, Queue& queue, Memory& m, std::uint32_t source,
+                    const Settings& settings) {
+  const int trials = settings.trials;
   CommandBuffer begin("bfs start");
   auto start = record_start(begin, m, source);
   begin.copy(m.sizes_on_host, m.sizes, 2).after(start);
@@ -262,11 +289,12 @@ Outcome host_driven(Device device, Queue& queue, Memory& m, std::uint32_t source
 }
 
 // Every vertex checked at every level: the grid is the largest any level could need.
-Outcome fixed_grid(Device device, Queue& queue, Memory& m, std::uint32_t source, int trials) {
+Outcome fixed_grid(Device device, Queue& queue, Memory& m, std::uint32_t source,
+                   const Settings& settings) {
   CommandBuffer pass("level");
   auto expand = pass.parallel_for(m.depth.size(), ExpandAll{m.search()}).named("expand all");
   pass.parallel_for(1, NextLevel{m.search()}).after(expand).named("next level");
-  return search_in_one_launch(device, queue, m, source, trials, pass);
+  return search_in_one_launch(device, queue, m, source, settings.trials, pass);
 }
 
 bool same_depths(const char* what, const HostBuffer<int>& got, const std::vector<int>& want,
@@ -284,12 +312,12 @@ bool same_depths(const char* what, const HostBuffer<int>& got, const std::vector
 
 // The three searches over `graph` from vertex 0, each checked against the CPU's.
 bool search_three_ways(const char* graph_name, const Graph& graph, Device device, Queue& queue,
-                       int trials) {
+                       const Settings& settings) {
   const std::vector<int> want = cpu_bfs(graph, 0);
   Memory memory(device, graph);
   struct Way {
     const char* name;
-    Outcome (*run)(Device, Queue&, Memory&, std::uint32_t, int);
+    Outcome (*run)(Device, Queue&, Memory&, std::uint32_t, const Settings&);
   };
   const Way ways[] = {{"one launch, indirect", one_launch},
                       {"host-driven, a launch per level", host_driven},
@@ -299,7 +327,7 @@ bool search_three_ways(const char* graph_name, const Graph& graph, Device device
   double ms[3] = {};
   for (int w = 0; w < 3; ++w) {
     for (std::size_t v = 0; v < want.size(); ++v) memory.depth_on_host[v] = -7;  // poison
-    const Outcome outcome = ways[w].run(device, queue, memory, 0, trials);
+    const Outcome outcome = ways[w].run(device, queue, memory, 0, settings);
     int levels = 0;
     const bool right = same_depths(ways[w].name, memory.depth_on_host, want, levels);
     ok = ok && right;
@@ -317,18 +345,22 @@ bool search_three_ways(const char* graph_name, const Graph& graph, Device device
 int main(int argc, char** argv) {
   const auto vertices = static_cast<std::uint32_t>(sample::flag(argc, argv, "--vertices", 1 << 20));
   const auto degree = static_cast<std::uint32_t>(sample::flag(argc, argv, "--degree", 8));
-  const auto trials = static_cast<int>(sample::flag(argc, argv, "--trials", 5));
-  if (vertices < 2) {
-    std::fprintf(stderr, "usage: %s [--vertices N] (N at least 2)\n", argv[0]);
+  Settings settings;
+  settings.trials = static_cast<int>(sample::flag(argc, argv, "--trials", 5));
+  settings.levels_per_pass = static_cast<int>(sample::flag(argc, argv, "--levels-per-pass", 2));
+  if (vertices < 2 || settings.levels_per_pass < 2 || settings.levels_per_pass % 2 != 0) {
+    std::fprintf(stderr, "usage: %s [--vertices N] [--levels-per-pass L] (N at least 2, L even)\n",
+                 argv[0]);
     return 2;
   }
   const Device device = Device::best();
   std::printf("frontier: breadth-first search over %u vertices of %u random neighbours, on %s, "
-              "medians of %d searches\n", vertices, degree, device.name().c_str(), trials);
+              "medians of %d searches, %d levels a pass in one launch\n", vertices, degree,
+              device.name().c_str(), settings.trials, settings.levels_per_pass);
   Queue queue(device);
   bool ok = search_three_ways("neighbours anywhere (few wide levels)",
-                              anywhere_graph(vertices, degree), device, queue, trials);
+                              anywhere_graph(vertices, degree), device, queue, settings);
   ok = search_three_ways("neighbours at most two rows and columns away (many narrow levels)",
-                         nearby_graph(vertices, degree), device, queue, trials) && ok;
+                         nearby_graph(vertices, degree), device, queue, settings) && ok;
   return sample::verdict("frontier", ok);
 }

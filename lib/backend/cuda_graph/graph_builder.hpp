@@ -11,6 +11,7 @@
 #include "backend/cuda_commands/cuda_commands.hpp"
 #include "backend/cuda_commands/host_callbacks.hpp"
 #include "backend/cuda_graph/device_arguments.hpp"
+#include "backend/cuda_graph/dispatch_states.hpp"
 #include "backend/cuda_launch/cupti_timing.hpp"
 #include "backend/cuda_launch/profile_points.hpp"
 #include "backend/dispatch_reports.hpp"
@@ -78,6 +79,8 @@ struct BuiltGraph {
   // What the dispatchers of its indirect commands report to (null without any), kept as long
   // as the instantiation may run them.
   std::shared_ptr<DispatchReports> reports;
+  // What each dispatcher last set on its node, kept as long as the instantiation may run them.
+  DispatchStates dispatch_states;
   // The applier of the update-free kernels' arguments, and what it reads beside its block
   // (null and empty without any).
   cudaGraphNode_t applier = nullptr;

@@ -30,13 +30,15 @@ cudaGraphNode_t GraphBuilder::add_indirect(const Plan& plan, std::uint32_t c,
   if (!reports_) throw std::logic_error("cmdgraph: an indirect command built without reports");
   out_->reports = reports_;
   void* report = out_->reports->at(plan, c);
+  // Its own, not its command's: a body executed twice holds two nodes of one command.
+  cuda::DispatchState* state = out_->dispatch_states.next(device_);
   const void* source = dispatch.source;
   dim3 limit = dispatch.limit;
   cuda::CountDispatch count = dispatch.count;
   // Kernel node parameters are copied when a node is made: pointers to locals are fine.
-  void* grid_params[] = {&handle, const_cast<void**>(&source), &limit, &report};
-  void* count_params[] = {&handle, const_cast<void**>(&source), &count, &report};
-  void* flag_params[] = {&handle, const_cast<void**>(&source)};
+  void* grid_params[] = {&handle, const_cast<void**>(&source), &limit, &report, &state};
+  void* count_params[] = {&handle, const_cast<void**>(&source), &count, &report, &state};
+  void* flag_params[] = {&handle, const_cast<void**>(&source), &state};
   cuda::NodeSpec dispatcher = cuda::NodeSpec::of(cudaGraphNodeTypeKernel);
   dispatcher.params.kernel.gridDim = dim3(1);
   dispatcher.params.kernel.blockDim = dim3(1);
