@@ -16,40 +16,46 @@ __device__ void note_clamped(unsigned long long* report, unsigned long long aske
   if (asked > report[1]) report[1] = asked;
 }
 
+// Each dispatcher reads what it set last (`was`) as it starts, a load that waits on nothing the
+// source's does not, and sets only what differs from it, noting what it set in `now`.
+
 // Enables or disables the node unless it is so already.
-__device__ void enable_node(cudaGraphDeviceNode_t node, bool enabled, DispatchState* state) {
-  const unsigned want = enabled ? 2 : 1;
-  if (state->enabled == want) return;
-  cudaGraphKernelNodeSetEnabled(node, enabled);
-  state->enabled = want;
+__device__ void set_enabled(cudaGraphDeviceNode_t node, bool enabled, const DispatchState& was,
+                            DispatchState& now) {
+  now.enabled = enabled ? 2 : 1;
+  if (now.enabled != was.enabled) cudaGraphKernelNodeSetEnabled(node, enabled);
 }
 
-// Runs the node with `grid`, or not at all when it has no block. Enabling again after a run
-// that disabled it: a disabled node stays disabled until told otherwise.
-__device__ void size_node(cudaGraphDeviceNode_t node, dim3 grid, DispatchState* state) {
+// Runs the node with `grid`, or not at all when it has no block. A disabled node keeps its grid
+// for when it is enabled again.
+__device__ void size_node(cudaGraphDeviceNode_t node, dim3 grid, const DispatchState& was,
+                          DispatchState& now) {
   const bool any = grid.x != 0 && grid.y != 0 && grid.z != 0;
-  enable_node(node, any, state);
-  if (!any || (state->grid[0] == grid.x && state->grid[1] == grid.y && state->grid[2] == grid.z)) {
-    return;
-  }
+  set_enabled(node, any, was, now);
+  if (!any || (grid.x == was.grid[0] && grid.y == was.grid[1] && grid.z == was.grid[2])) return;
   cudaGraphKernelNodeSetGridDim(node, grid);
-  state->grid[0] = grid.x;
-  state->grid[1] = grid.y;
-  state->grid[2] = grid.z;
+  now.grid[0] = grid.x;
+  now.grid[1] = grid.y;
+  now.grid[2] = grid.z;
 }
 
 __global__ void dispatch_grid(cudaGraphDeviceNode_t node, const unsigned* source, dim3 limit,
                               unsigned long long* report, DispatchState* state) {
+  const DispatchState was = *state;
+  DispatchState now = was;
   const dim3 asked(source[0], source[1], source[2]);
   const dim3 grid(min(asked.x, limit.x), min(asked.y, limit.y), min(asked.z, limit.z));
   if (grid.x != asked.x || grid.y != asked.y || grid.z != asked.z) {
     note_clamped(report, static_cast<unsigned long long>(asked.x) * asked.y * asked.z);
   }
-  size_node(node, grid, state);
+  size_node(node, grid, was, now);
+  *state = now;
 }
 
 __global__ void dispatch_count(cudaGraphDeviceNode_t node, const void* source, CountDispatch how,
                                unsigned long long* report, DispatchState* state) {
+  const DispatchState was = *state;
+  DispatchState now = was;
   const unsigned long long asked = how.source_width == 8
                                        ? *static_cast<const unsigned long long*>(source)
                                        : *static_cast<const unsigned*>(source);
@@ -58,17 +64,21 @@ __global__ void dispatch_count(cudaGraphDeviceNode_t node, const void* source, C
   const unsigned long long needed = (count + how.block - 1) / how.block;
   const auto blocks = static_cast<unsigned>(min(needed, static_cast<unsigned long long>(
                                                             how.max_blocks)));
-  size_node(node, dim3(blocks), state);
-  if (count != 0 && count != state->count) {
+  size_node(node, dim3(blocks), was, now);
+  if (count != 0 && count != was.count) {
     const std::size_t items = count;
     cudaGraphKernelNodeSetParam(node, how.count_offset, &items, sizeof items);
-    state->count = count;
+    now.count = count;
   }
+  *state = now;
 }
 
 __global__ void dispatch_flag(cudaGraphDeviceNode_t node, const unsigned* flag,
                               DispatchState* state) {
-  enable_node(node, *flag != 0, state);
+  const DispatchState was = *state;
+  DispatchState now = was;
+  set_enabled(node, *flag != 0, was, now);
+  *state = now;
 }
 
 __global__ void apply_arguments(const ArgumentBlock* block, const cudaGraphDeviceNode_t* nodes,

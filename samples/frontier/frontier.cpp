@@ -17,24 +17,12 @@
 #include <queue>
 #include <random>
 #include <vector>
-#if defined(__CUDACC__)
-#include <cuda/atomic>
-#endif
 
 using namespace cmdgraph;
 
 namespace {
 
-// Atomics on the host and on the GPU alike. Whether a vertex was visited, as far as this thread
-// can tell yet: a vertex claimed since may still read unvisited, which claim() then settles.
-CMDGRAPH_HOST_DEVICE inline bool seen(int* depth) {
-#if defined(__CUDA_ARCH__)
-  using Depth = ::cuda::atomic_ref<int, ::cuda::thread_scope_device>;
-  return Depth(*depth).load(::cuda::memory_order_relaxed) != -1;
-#else
-  return std::atomic_ref<int>(*depth).load(std::memory_order_relaxed) != -1;
-#endif
-}
+// Atomics on the host and on the GPU alike.
 CMDGRAPH_HOST_DEVICE inline bool claim(int* depth, int level) {
 #if defined(__CUDA_ARCH__)
   return atomicCAS(depth, -1, level) == -1;
@@ -64,14 +52,11 @@ struct Search {
   std::uint32_t vertices;
 
   // Claims v's unvisited neighbours, one level deeper than v, appending them to half `into`.
-  // A neighbour seen visited costs a load rather than an atomic: on a graph of near
-  // neighbours most are.
   CMDGRAPH_HOST_DEVICE void expand(std::uint32_t v, int into) const {
     const int next_level = depth[v] + 1;
     for (std::uint32_t e = offsets[v]; e < offsets[v + 1]; ++e) {
       const std::uint32_t w = edges[e];
-      if (seen(depth + w) || !claim(depth + w, next_level)) continue;
-      frontiers[into * vertices + append(sizes + into)] = w;
+      if (claim(depth + w, next_level)) frontiers[into * vertices + append(sizes + into)] = w;
     }
   }
 };
