@@ -192,7 +192,7 @@ Command record_start(CommandBuffer& cmd, Memory& m, std::uint32_t source) {
 
 struct Settings {
   int trials = 5;           // searches timed, after one that warms up
-  int levels_per_pass = 2;  // levels each pass of the one-launch search expands (even)
+  int levels_per_pass = 8;  // levels each pass of the one-launch search expands (even)
 };
 
 struct Outcome {
@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
   const auto degree = static_cast<std::uint32_t>(sample::flag(argc, argv, "--degree", 8));
   Settings settings;
   settings.trials = static_cast<int>(sample::flag(argc, argv, "--trials", 5));
-  settings.levels_per_pass = static_cast<int>(sample::flag(argc, argv, "--levels-per-pass", 2));
+  settings.levels_per_pass = static_cast<int>(sample::flag(argc, argv, "--levels-per-pass", 8));
   if (vertices < 2 || settings.levels_per_pass < 2 || settings.levels_per_pass % 2 != 0) {
     std::fprintf(stderr, "usage: %s [--vertices N] [--levels-per-pass L] (N at least 2, L even)\n",
                  argv[0]);
