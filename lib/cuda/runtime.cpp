@@ -81,10 +81,11 @@ void* allocate_device(int device, std::size_t bytes) {
 void* allocate_device_zeroed(int device, std::size_t bytes) {
   void* p = allocate_device(device, bytes);
   try {
-    const ScopedDevice on(device);
-    // The legacy stream, waited for: no stream of the library's is ordered after it.
-    CMDGRAPH_CUDA(no_command, cudaMemsetAsync, p, 0, bytes, cudaStreamLegacy);
-    CMDGRAPH_CUDA(no_command, cudaStreamSynchronize, cudaStreamLegacy);
+    // On a stream of its own, waited for: not the legacy stream, which would wait for whatever
+    // the user's code left there, and which no stream of the library's follows.
+    const Stream stream = create_stream(device, 0);
+    CMDGRAPH_CUDA(no_command, cudaMemsetAsync, p, 0, bytes, stream.get());
+    CMDGRAPH_CUDA(no_command, cudaStreamSynchronize, stream.get());
   } catch (...) {
     free_device(device, p);
     throw;
