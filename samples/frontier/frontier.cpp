@@ -31,11 +31,12 @@ CMDGRAPH_HOST_DEVICE inline bool claim(int* depth, int level) {
   return std::atomic_ref<int>(*depth).compare_exchange_strong(unvisited, level);
 #endif
 }
-CMDGRAPH_HOST_DEVICE inline std::uint32_t append(std::uint32_t* count) {
+// Reserves `n` places at the end of a frontier of *count vertices, returning the first.
+CMDGRAPH_HOST_DEVICE inline std::uint32_t reserve(std::uint32_t* count, std::uint32_t n) {
 #if defined(__CUDA_ARCH__)
-  return atomicAdd(count, 1u);
+  return atomicAdd(count, n);
 #else
-  return std::atomic_ref<std::uint32_t>(*count).fetch_add(1);
+  return std::atomic_ref<std::uint32_t>(*count).fetch_add(n);
 #endif
 }
 
@@ -52,11 +53,28 @@ struct Search {
   std::uint32_t vertices;
 
   // Claims v's unvisited neighbours, one level deeper than v, appending them to half `into`.
+  // The claims of up to `batch` neighbours go out together, before any is appended, so that
+  // their trips to memory overlap (one after another, they were most of a narrow level's
+  // time), and those won are appended with one reservation.
   CMDGRAPH_HOST_DEVICE void expand(std::uint32_t v, int into) const {
+    constexpr std::uint32_t batch = 8;
     const int next_level = depth[v] + 1;
-    for (std::uint32_t e = offsets[v]; e < offsets[v + 1]; ++e) {
-      const std::uint32_t w = edges[e];
-      if (claim(depth + w, next_level)) frontiers[into * vertices + append(sizes + into)] = w;
+    const std::uint32_t end = offsets[v + 1];
+    for (std::uint32_t first = offsets[v]; first < end; first += batch) {
+      std::uint32_t neighbour[batch];
+      std::uint32_t won = 0, claimed = 0;  // bit k of won: neighbour[k] claimed
+      for (std::uint32_t k = 0; k < batch; ++k) {
+        neighbour[k] = first + k < end ? edges[first + k] : 0;
+        if (first + k < end && claim(depth + neighbour[k], next_level)) {
+          won |= 1u << k;
+          ++claimed;
+        }
+      }
+      if (claimed == 0) continue;
+      std::uint32_t at = into * vertices + reserve(sizes + into, claimed);
+      for (std::uint32_t k = 0; k < batch; ++k) {
+        if (won & 1u << k) frontiers[at++] = neighbour[k];
+      }
     }
   }
 };
