@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "probe.hpp"
+
 #define CK(call)                                                                        \
   do {                                                                                  \
     const cudaError_t e_ = (call);                                                      \
@@ -54,11 +56,6 @@ cudaGraph_t chain(int* out, int value) {
     prev = node;
   }
   return g;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 template <class F>
@@ -160,8 +157,8 @@ int main() {
     CK(cudaGraphDestroy(next_parent));
   }
   std::printf("host us for a child of %d kernels, all with new values (medians of 9):\n", n);
-  if (!inner_us.empty()) std::printf("  each inner node set:          %9.1f\n", median(inner_us));
-  std::printf("  the child node set (graph built before, not counted): %9.1f\n", median(child_us));
-  std::printf("  cudaGraphExecUpdate of the parent (built before):    %9.1f\n", median(whole_us));
+  if (!inner_us.empty()) std::printf("  each inner node set:          %9.1f\n", probe::median(inner_us));
+  std::printf("  the child node set (graph built before, not counted): %9.1f\n", probe::median(child_us));
+  std::printf("  cudaGraphExecUpdate of the parent (built before):    %9.1f\n", probe::median(whole_us));
   return 0;
 }

@@ -20,6 +20,8 @@
 #include <optional>
 #include <vector>
 
+#include "probe.hpp"
+
 using namespace cmdgraph;
 
 namespace {
@@ -31,11 +33,6 @@ constexpr int n = 1000, trials = 15;
 using Clock = std::chrono::steady_clock;
 double ns_per_command(Clock::time_point start) {
   return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / n;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 __attribute__((noinline)) void record(CommandBuffer& cmd, int* out) {
@@ -89,10 +86,10 @@ int main() {
   std::printf("an unchanged frame of %d kernels, ns per command, medians of %d\n", n, trials);
   std::printf("%-18s %8s %8s %8s %8s\n", "way", "record", "update", "destroy", "total");
   for (const Parts& way : ways) {
-    const double u = way.update.empty() ? 0.0 : median(way.update);
-    const double total = median(way.record) + u + median(way.destroy);
-    std::printf("%-18s %8.1f %8.1f %8.1f %8.1f\n", way.name, median(way.record), u,
-                median(way.destroy), total);
+    const double u = way.update.empty() ? 0.0 : probe::median(way.update);
+    const double total = probe::median(way.record) + u + probe::median(way.destroy);
+    std::printf("%-18s %8.1f %8.1f %8.1f %8.1f\n", way.name, probe::median(way.record), u,
+                probe::median(way.destroy), total);
   }
   return cudaFree(out) == cudaSuccess ? 0 : 1;
 }

@@ -19,27 +19,15 @@
 #include <string>
 #include <vector>
 
-using namespace cmdgraph;
+#include "probe.hpp"
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    const auto status_ = (call);                                                           \
-    if (status_ != 0) {                                                                    \
-      std::fprintf(stderr, "line %d: %s -> %d\n", __LINE__, #call, static_cast<int>(status_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
+using namespace cmdgraph;
 
 namespace {
 
 __global__ void empty() {}
 
 constexpr int per_round = 32;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 
@@ -95,11 +83,11 @@ int main(int argc, char** argv) {
     }
   }
   if (!raw.empty()) std::printf("cudaGraphLaunch: %.1f ns a call (median of %zu rounds)\n",
-                                median(raw), raw.size());
+                                probe::median(raw), raw.size());
   if (!ours.empty()) std::printf("launch():        %.1f ns a call (median of %zu rounds)\n",
-                                 median(ours), ours.size());
+                                 probe::median(ours), ours.size());
   if (!pairs.empty()) std::printf("launch() - cudaGraphLaunch: %+.1f ns (median of pairs)\n",
-                                  median(pairs));
+                                  probe::median(pairs));
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(graph));
   return 0;

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "probe.hpp"
+
 namespace {
 
 using namespace cmdgraph;
@@ -59,11 +61,6 @@ double recording(int round) {
   return us_since(start);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 struct Together {
   double slowest;  // the slowest thread's own time, median over rounds
   double wall;     // from the first thread's start to the last one's end, median over rounds
@@ -95,7 +92,7 @@ Together together(int threads, const std::function<double(int)>& job) {
   for (std::size_t t = 1; t < n; ++t) workers.emplace_back(body, t);
   body(0);
   for (std::thread& w : workers) w.join();
-  return {median(slowest), median(wall)};
+  return {probe::median(slowest), probe::median(wall)};
 }
 
 }  // namespace

@@ -25,25 +25,13 @@
 #include <string>
 #include <vector>
 
-using namespace cmdgraph;
+#include "probe.hpp"
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    const auto status_ = (call);                                                           \
-    if (status_ != 0) {                                                                    \
-      std::fprintf(stderr, "line %d: %s -> %d\n", __LINE__, #call, static_cast<int>(status_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
+using namespace cmdgraph;
 
 namespace {
 
 __global__ void store(int i, int value, int* out) { out[i] = value; }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 double host_us(const std::function<void()>& fn) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -141,8 +129,8 @@ void sets(int n, int k) {
   }
   std::printf("A/B n=%5d k=%4d  per set, warm: kernel %.2f  generic %.2f  cmdgraph %.2f us;"
               "  cold: kernel %.2f  generic %.2f  cmdgraph %.2f us\n",
-              n, k, median(kw) / k, median(gw) / k, median(ow) / k, median(kc) / k,
-              median(gc) / k, median(oc) / k);
+              n, k, probe::median(kw) / k, probe::median(gw) / k, probe::median(ow) / k, probe::median(kc) / k,
+              probe::median(gc) / k, probe::median(oc) / k);
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(g));
 }
@@ -227,7 +215,7 @@ void launches(int n) {
   for (std::size_t i = 0; i < r.size(); ++i) om.push_back(o[i] - m[i]), mr.push_back(m[i] - r[i]);
   std::printf("C n=%d: medians raw %.2f, launch() %.2f, cudaGraphLaunch(cmdgraph's exec) %.2f us;"
               " pairs: launch() - its exec %+.2f, its exec - raw %+.2f us\n",
-              n, median(r), median(o), median(m), median(om), median(mr));
+              n, probe::median(r), probe::median(o), probe::median(m), probe::median(om), probe::median(mr));
   CHECK(cudaGraphExecDestroy(raw));
   CHECK(cudaGraphDestroy(g));
 }

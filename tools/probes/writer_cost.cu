@@ -24,17 +24,9 @@
 #include <optional>
 #include <vector>
 
-using namespace cmdgraph;
+#include "probe.hpp"
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "%s: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__,    \
-                   __LINE__);                                                              \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
+using namespace cmdgraph;
 
 namespace {
 
@@ -47,11 +39,6 @@ double ns_per_kernel(const auto& part) {
   part();
   const auto end = std::chrono::steady_clock::now();
   return std::chrono::duration<double, std::nano>(end - start).count() / n;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 std::vector<char> pollution(64 << 20);
@@ -155,7 +142,7 @@ int main() {
               trials);
   std::printf("%-44s %8s %8s\n", "part", "cold", "warm");
   for (const Row* row : {&floor, &convert, &plain, &framed, &after_update, &hand}) {
-    std::printf("%-44s %8.2f %8.2f\n", row->name, median(row->cold), median(row->warm));
+    std::printf("%-44s %8.2f %8.2f\n", row->name, probe::median(row->cold), probe::median(row->warm));
   }
   CHECK(cudaFree(out));
   return 0;
